@@ -1,0 +1,39 @@
+# Rauha build and test entry points. `make build` needs Go and gcc (cgo for
+# libcontainer's nsenter and libseccomp); no clang: the eBPF objects are
+# committed (`make generate` rebuilds them).
+GO        ?= go
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.1.0-dev)
+COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT)
+BUILDTAGS ?= seccomp
+
+.PHONY: build install generate test integration test-all demo bench clean
+
+build:
+	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS)" -o rauha .
+
+install: build
+	install -D -m 0755 rauha $(DESTDIR)$(BINDIR)/rauha
+
+generate:
+	$(GO) generate ./...
+
+test:
+	$(GO) test -tags "$(BUILDTAGS)" ./...
+
+integration: build
+	bats --jobs 1 --timing tests/bats
+
+test-all:
+	./scripts/test-all.sh
+
+demo:
+	./scripts/demo.sh
+
+bench: build
+	./scripts/bench.sh
+
+clean:
+	rm -f rauha

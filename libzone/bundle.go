@@ -1,0 +1,134 @@
+package libzone
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// maxConfigSize bounds config.json: a hostile bundle must not make rauha
+// allocate without limit. Real configs are a few KiB; 16 MiB leaves ample room.
+const maxConfigSize = 16 << 20
+
+// configFile is the name of the OCI config inside a bundle.
+const configFile = "config.json"
+
+// Bundle is an OCI bundle opened for create or run.
+type Bundle struct {
+	Dir  string
+	Spec *specs.Spec
+}
+
+// OpenBundle reads and validates dir/config.json. It also makes dir the
+// working directory, because the OCI spec resolves a relative root.path and
+// hook paths against the bundle, and libcontainer's spec conversion does so
+// against the working directory (as runc does).
+func OpenBundle(dir string) (*Bundle, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %q: %w", dir, err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", abs, unwrapPathError(err))
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("bundle %s: not a directory", abs)
+	}
+	if err := os.Chdir(abs); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", abs, err)
+	}
+	spec, err := readSpec(filepath.Join(abs, configFile))
+	if err != nil {
+		return nil, err
+	}
+	return &Bundle{Dir: abs, Spec: spec}, nil
+}
+
+func readSpec(path string) (*specs.Spec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s not found: the bundle must contain an OCI config (create one with 'rauha spec')", path)
+		}
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if fi.Size() > maxConfigSize {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d MiB rauha accepts", path, fi.Size(), maxConfigSize>>20)
+	}
+	var spec specs.Spec
+	dec := json.NewDecoder(f)
+	if err := dec.Decode(&spec); err != nil {
+		return nil, fmt.Errorf("%s: malformed JSON: %w", path, err)
+	}
+	if err := ValidateSpec(&spec); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &spec, nil
+}
+
+// ValidateSpec checks what libcontainer's conversion does not check, or does
+// not explain well: the spec version and the sections rauha needs.
+func ValidateSpec(spec *specs.Spec) error {
+	if err := checkSpecVersion(spec.Version); err != nil {
+		return err
+	}
+	if spec.Root == nil || spec.Root.Path == "" {
+		return errors.New("root.path must be set")
+	}
+	if spec.Linux == nil {
+		return errors.New("the linux section is missing: rauha runs Linux containers only")
+	}
+	return nil
+}
+
+// checkSpecVersion accepts every 1.x release: the spec keeps backwards
+// compatibility within a major version, and clients send versions from 1.0.0
+// (podman, docker) up to the current one.
+func checkSpecVersion(v string) error {
+	if v == "" {
+		return errors.New("ociVersion is missing")
+	}
+	major, _, ok := strings.Cut(v, ".")
+	if n, err := strconv.Atoi(major); !ok || err != nil || n != specs.VersionMajor {
+		return fmt.Errorf("unsupported ociVersion %q: rauha supports %d.x (up to %s)", v, specs.VersionMajor, specs.Version)
+	}
+	return nil
+}
+
+// ValidateProcess checks a process spec the way runc does before it starts it.
+func ValidateProcess(p *specs.Process) error {
+	if p == nil {
+		return errors.New("process must be set")
+	}
+	if p.Cwd == "" {
+		return errors.New("process.cwd must not be empty")
+	}
+	if !filepath.IsAbs(p.Cwd) {
+		return fmt.Errorf("process.cwd %q must be an absolute path", p.Cwd)
+	}
+	if len(p.Args) == 0 {
+		return errors.New("process.args must not be empty")
+	}
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,269 @@
+package libzone
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/utils"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// Container is a loaded container: libcontainer's view plus its zone.
+type Container struct {
+	e  *Engine
+	lc *libcontainer.Container
+}
+
+// Load opens an existing container.
+func (e *Engine) Load(id string) (*Container, error) {
+	if err := zone.ValidateName("container id", id); err != nil {
+		return nil, err
+	}
+	lc, err := libcontainer.Load(e.root, id)
+	if err != nil {
+		if errors.Is(err, libcontainer.ErrNotExist) {
+			return nil, fmt.Errorf("container %s does not exist: %w", id, ErrNotExist)
+		}
+		return nil, fmt.Errorf("load container %s: %w", id, err)
+	}
+	return &Container{e: e, lc: lc}, nil
+}
+
+// ID is the container id.
+func (c *Container) ID() string { return c.lc.ID() }
+
+// Status is the container's status, as the OCI spec names it.
+func (c *Container) Status() (string, error) {
+	s, err := c.lc.Status()
+	if err != nil {
+		return "", fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	return s.String(), nil
+}
+
+// State is what "rauha state" prints: runc's state document plus the zone.
+type State struct {
+	OCIVersion  string            `json:"ociVersion"`
+	ID          string            `json:"id"`
+	Pid         int               `json:"pid"`
+	Status      string            `json:"status"`
+	Bundle      string            `json:"bundle"`
+	Rootfs      string            `json:"rootfs"`
+	Created     time.Time         `json:"created"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Owner       string            `json:"owner"`
+	Zone        string            `json:"zone,omitempty"`
+}
+
+// State returns the container's state. The zone comes from the container's
+// own config, so reading state needs no database access.
+func (c *Container) State() (*State, error) {
+	st, err := c.lc.State()
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	status, err := c.lc.Status()
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	pid := st.BaseState.InitProcessPid
+	if status == libcontainer.Stopped {
+		pid = 0
+	}
+	bundle, annotations := utils.Annotations(st.Config.Labels)
+	return &State{
+		OCIVersion:  specs.Version,
+		ID:          st.BaseState.ID,
+		Pid:         pid,
+		Status:      status.String(),
+		Bundle:      bundle,
+		Rootfs:      st.BaseState.Config.Rootfs,
+		Created:     st.BaseState.Created,
+		Annotations: annotations,
+		Zone:        zoneOf(c.ID(), annotations),
+	}, nil
+}
+
+// zoneOf names the zone a container belongs to: the annotation, or a zone
+// of its own named after it.
+func zoneOf(id string, annotations map[string]string) string {
+	if z := annotations[AnnotationZone]; z != "" {
+		return z
+	}
+	return id
+}
+
+// Start runs the user process of a created container.
+func (c *Container) Start() error {
+	status, err := c.lc.Status()
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	switch status {
+	case libcontainer.Created:
+	case libcontainer.Stopped:
+		return fmt.Errorf("cannot start container %s: it has stopped", c.ID())
+	case libcontainer.Running:
+		return fmt.Errorf("cannot start container %s: it is already running", c.ID())
+	default:
+		return fmt.Errorf("cannot start container %s in the %s state", c.ID(), status)
+	}
+	notify := newNotifySocket(c.e.stateDir(c.ID()), os.Getenv("NOTIFY_SOCKET"))
+	if notify != nil {
+		if err := notify.bind(); err != nil {
+			return err
+		}
+		defer notify.Close()
+	}
+	if err := c.lc.Exec(); err != nil {
+		return fmt.Errorf("start container %s: %w", c.ID(), err)
+	}
+	if notify != nil {
+		st, err := c.lc.State()
+		if err != nil {
+			return err
+		}
+		return notify.run(st.InitProcessPid)
+	}
+	return nil
+}
+
+// Signal sends sig to the container's init. With all, a stopped container
+// is not an error (runc's obsolete --all).
+func (c *Container) Signal(sig unix.Signal, all bool) error {
+	err := c.lc.Signal(sig)
+	if errors.Is(err, libcontainer.ErrNotRunning) {
+		if all {
+			return nil
+		}
+		return fmt.Errorf("cannot signal container %s: it is not running", c.ID())
+	}
+	if err != nil {
+		return fmt.Errorf("signal container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// Pause freezes every process of the container.
+func (c *Container) Pause() error {
+	if err := c.lc.Pause(); err != nil {
+		return fmt.Errorf("pause container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// Resume thaws a paused container.
+func (c *Container) Resume() error {
+	if err := c.lc.Resume(); err != nil {
+		return fmt.Errorf("resume container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// Processes lists the host pids of the container's processes.
+func (c *Container) Processes() ([]int, error) {
+	pids, err := c.lc.Processes()
+	if err != nil {
+		return nil, fmt.Errorf("list processes of container %s: %w", c.ID(), err)
+	}
+	return pids, nil
+}
+
+// Stats reads the container's cgroup and network statistics.
+func (c *Container) Stats() (*libcontainer.Stats, error) {
+	s, err := c.lc.Stats()
+	if err != nil {
+		return nil, fmt.Errorf("stats of container %s: %w", c.ID(), err)
+	}
+	return s, nil
+}
+
+// Config is the container's libcontainer configuration.
+func (c *Container) Config() configs.Config { return c.lc.Config() }
+
+// Set applies new cgroup resources to a running container.
+func (c *Container) Set(cfg configs.Config) error {
+	if err := c.lc.Set(cfg); err != nil {
+		return fmt.Errorf("update container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// Delete removes the container: its processes (when force, or when it was
+// only created), its cgroups and state, its zone membership and record.
+func (c *Container) Delete(force bool) error {
+	status, err := c.lc.Status()
+	if err != nil {
+		return fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	switch {
+	case status == libcontainer.Stopped:
+	case status == libcontainer.Created || force:
+		if err := c.kill(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("cannot delete container %s that is not stopped: %s (stop it first, or use --force)", c.ID(), status)
+	}
+	return c.destroy()
+}
+
+// kill sends SIGKILL and waits until the init is gone. A zombie counts as
+// gone: PID 1 on some hosts reaps orphans only after a second or two.
+func (c *Container) kill() error {
+	_ = c.lc.Signal(unix.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for wait := time.Millisecond; time.Now().Before(deadline); wait = min(wait*2, 50*time.Millisecond) {
+		if err := c.lc.Signal(unix.Signal(0)); err != nil {
+			return nil
+		}
+		time.Sleep(wait)
+	}
+	return fmt.Errorf("container %s: init still running 10s after SIGKILL", c.ID())
+}
+
+func (c *Container) destroy() error {
+	id := c.ID()
+	st, _ := c.State()
+	if err := c.lc.Destroy(); err != nil {
+		return fmt.Errorf("destroy container %s: %w", id, err)
+	}
+	zoneName := id
+	if st != nil {
+		zoneName = st.Zone
+	}
+	return c.e.forget(id, zoneName)
+}
+
+// RemoveStale removes what a create that died before writing its state
+// left behind: the bare state directory and the container's record. It
+// changes nothing when there is nothing to remove.
+func (e *Engine) RemoveStale(id string) error {
+	if err := zone.ValidateName("container id", id); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(e.root, id)); err != nil {
+		return fmt.Errorf("remove state of %s: %w", id, err)
+	}
+	var recorded bool
+	err := e.store.View(func(tx *zone.Tx) error {
+		_, err := tx.Container(id)
+		recorded = err == nil
+		if errors.Is(err, zone.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil || !recorded {
+		return err
+	}
+	return e.forget(id, "")
+}

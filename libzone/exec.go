@@ -1,0 +1,71 @@
+package libzone
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// BaseProcess is the process of the container's bundle config, the base
+// that "exec" flags modify (as runc does).
+func (c *Container) BaseProcess() (*specs.Process, error) {
+	st, err := c.State()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(st.Bundle, configFile)
+	spec, err := readSpec(path)
+	if err != nil {
+		return nil, fmt.Errorf("exec into %s needs its bundle config: %w", c.ID(), err)
+	}
+	if spec.Process == nil {
+		return nil, fmt.Errorf("%s has no process", path)
+	}
+	return spec.Process, nil
+}
+
+// ReadProcess reads a process JSON file (exec --process).
+func ReadProcess(path string) (*specs.Process, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("process file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("process file: %w", err)
+	}
+	if fi.Size() > maxConfigSize {
+		return nil, fmt.Errorf("process file %s is %d bytes, more than the %d MiB rauha accepts", path, fi.Size(), maxConfigSize>>20)
+	}
+	var p specs.Process
+	if err := json.NewDecoder(f).Decode(&p); err != nil {
+		return nil, fmt.Errorf("process file %s: malformed JSON: %w", path, err)
+	}
+	return &p, nil
+}
+
+// Exec runs an additional process in the running container, enforced by
+// its zone exactly like the init.
+func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
+	if err := ValidateProcess(p); err != nil {
+		return -1, err
+	}
+	status, err := c.lc.Status()
+	if err != nil {
+		return -1, fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	switch status {
+	case libcontainer.Running, libcontainer.Created:
+	case libcontainer.Paused:
+		return -1, fmt.Errorf("cannot exec in container %s: it is paused (resume it first)", c.ID())
+	default:
+		return -1, fmt.Errorf("cannot exec in container %s: it is %s", c.ID(), status)
+	}
+	r := &runner{lc: c.lc, act: actExec, io: o}
+	return r.run(p)
+}

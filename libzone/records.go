@@ -1,0 +1,134 @@
+package libzone
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// Container status values kept in the database. libcontainer's own state is
+// authoritative for a live container; the record says how far create got, so
+// reconcile can tell a finished create from one that died half-way.
+const (
+	recordCreating = "creating"
+	recordCreated  = "created"
+)
+
+// admission is the outcome of placing a new container into its zone.
+type admission struct {
+	zone *zone.Zone
+	rec  *zone.Container
+}
+
+// admit records the container as a member of its zone, creating the zone
+// when it does not exist yet. This is the first step of create: the zone
+// and its policy are stored before anything reaches the kernel.
+func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]string) (*admission, error) {
+	name := zoneOf(id, annotations)
+	if err := zone.ValidateName("zone name", name); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationZone, err)
+	}
+	policyRef := annotations[AnnotationPolicy]
+	var wanted *zone.Policy
+	source := ""
+	if policyRef != "" {
+		p, src, err := zone.LoadPolicy(policyRef)
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", AnnotationPolicy, err)
+		}
+		wanted, source = p, src
+	}
+	a := &admission{rec: &zone.Container{
+		ID:         id,
+		Zone:       name,
+		Bundle:     bundle,
+		CgroupPath: cgroupPath,
+		Status:     recordCreating,
+		Created:    time.Now().UTC(),
+	}}
+	err := e.store.Update(func(tx *zone.Tx) error {
+		if _, err := tx.Container(id); err == nil {
+			return fmt.Errorf("container %s already has a record in %s (run 'rauha zone reconcile' if it is stale)", id, e.root)
+		} else if !errors.Is(err, zone.ErrNotFound) {
+			return err
+		}
+		z, err := tx.Zone(name)
+		switch {
+		case errors.Is(err, zone.ErrNotFound):
+			if wanted == nil {
+				if wanted, err = zone.Preset("standard"); err != nil {
+					return err
+				}
+				source = "preset:standard"
+			}
+			z = &zone.Zone{
+				Name:         name,
+				Policy:       *wanted,
+				PolicySource: source,
+				Implicit:     annotations[AnnotationZone] == "",
+				Created:      time.Now().UTC(),
+			}
+			if err := tx.PutZone(z); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case wanted != nil && !z.Policy.Equal(wanted):
+			return fmt.Errorf("zone %s already exists with policy %s; annotation %s=%s asks for another one (change the zone with 'rauha zone update %s --policy FILE')",
+				name, z.PolicySource, AnnotationPolicy, policyRef, name)
+		}
+		a.zone = z
+		return tx.PutContainer(a.rec)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record container %s in zone %s: %w", id, name, err)
+	}
+	return a, nil
+}
+
+// markCreated completes the record once the container's init is a zone
+// member and waits for start.
+func (e *Engine) markCreated(a *admission, pid int, cgroupID uint64) error {
+	a.rec.Pid = pid
+	a.rec.CgroupID = cgroupID
+	a.rec.Status = recordCreated
+	return e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(a.rec) })
+}
+
+// forget removes a container's record, and its zone when the zone was made
+// for this container alone and has no members left. zoneName may be empty
+// when the container's config could not be read; the record names it.
+func (e *Engine) forget(id, zoneName string) error {
+	return e.store.Update(func(tx *zone.Tx) error {
+		rec, err := tx.Container(id)
+		switch {
+		case errors.Is(err, zone.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			zoneName = rec.Zone
+			if err := tx.DeleteContainer(id); err != nil {
+				return err
+			}
+		}
+		if zoneName == "" {
+			return nil
+		}
+		z, err := tx.Zone(zoneName)
+		if errors.Is(err, zone.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if !z.Implicit {
+			return nil
+		}
+		members, err := tx.Members(zoneName)
+		if err != nil || len(members) > 0 {
+			return err
+		}
+		return tx.DeleteZone(zoneName)
+	})
+}

@@ -1,0 +1,165 @@
+package libzone
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// IOOptions are the runc flags that decide how a process is wired to the
+// caller.
+type IOOptions struct {
+	Detach        bool   // return once the process runs, do not wait for it
+	ConsoleSocket string // where to send the pty master (with a terminal and Detach)
+	PidFile       string // write the process's host pid here
+	PreserveFDs   int    // pass fds 3..3+N-1 on to the process
+	NoSubreaper   bool   // do not become the subreaper of the process's children
+}
+
+type action int
+
+const (
+	actCreate action = iota // start the init, leave it waiting on the exec fifo
+	actRun                  // start the init, then let it run
+	actExec                 // start an additional process in a running container
+)
+
+// runner starts one process of a container and, in the foreground, relays
+// its stdio and signals until it exits.
+type runner struct {
+	lc        *libcontainer.Container
+	act       action
+	io        IOOptions
+	listenFDs []*os.File
+	notify    *notifySocket
+	// ready runs once the process exists and before it executes user code:
+	// for an init, while it waits on the exec fifo. It is where the zone
+	// takes hold of the container.
+	ready func(pid int) error
+	// prepare may change the process before it starts (exec enforcement).
+	prepare func(p *libcontainer.Process) (release func(), err error)
+}
+
+// run starts spec as the container's process and returns its exit status in
+// the foreground, 0 when detached.
+func (r *runner) run(spec *specs.Process) (int, error) {
+	detach := r.io.Detach || r.act == actCreate
+	if detach && spec.Terminal && r.io.ConsoleSocket == "" {
+		return -1, errors.New("a terminal was requested with --detach (or create) but no --console-socket was given to send it to")
+	}
+	if (!detach || !spec.Terminal) && r.io.ConsoleSocket != "" {
+		return -1, errors.New("--console-socket needs a terminal (process.terminal=true) and a detached process")
+	}
+	p, err := newProcess(spec)
+	if err != nil {
+		return -1, err
+	}
+	p.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
+	p.Init = r.act != actExec
+	if len(r.listenFDs) > 0 {
+		p.Env = append(p.Env, "LISTEN_FDS="+strconv.Itoa(len(r.listenFDs)), "LISTEN_PID=1")
+		p.ExtraFiles = append(p.ExtraFiles, r.listenFDs...)
+	}
+	base := 3 + len(p.ExtraFiles)
+	for fd := base; fd < base+r.io.PreserveFDs; fd++ {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return -1, fmt.Errorf("--preserve-fds=%d: fd %d is not open", r.io.PreserveFDs, fd)
+		}
+		p.ExtraFiles = append(p.ExtraFiles, os.NewFile(uintptr(fd), "preserved-fd-"+strconv.Itoa(fd)))
+	}
+	if r.prepare != nil {
+		release, err := r.prepare(p)
+		if err != nil {
+			return -1, err
+		}
+		defer release()
+	}
+	relay := newSignalRelay(!r.io.NoSubreaper, r.notify)
+	io, err := setupIO(p, r.lc, spec.Terminal, detach, r.io.ConsoleSocket)
+	if err != nil {
+		return -1, err
+	}
+	defer io.Close()
+
+	if r.act == actExec {
+		err = r.lc.Run(p)
+	} else {
+		err = r.lc.Start(p)
+	}
+	if err != nil {
+		return -1, err
+	}
+	if err := io.waitConsole(); err != nil {
+		terminate(p)
+		return -1, err
+	}
+	io.closePostStart()
+	pid, err := p.Pid()
+	if err != nil {
+		terminate(p)
+		return -1, err
+	}
+	if r.ready != nil {
+		if err := r.ready(pid); err != nil {
+			terminate(p)
+			return -1, err
+		}
+	}
+	if r.io.PidFile != "" {
+		if err := writePidFile(r.io.PidFile, pid); err != nil {
+			terminate(p)
+			return -1, err
+		}
+	}
+	if r.act == actRun {
+		if err := r.lc.Exec(); err != nil {
+			terminate(p)
+			return -1, fmt.Errorf("start the container process: %w", err)
+		}
+	}
+	h := <-relay
+	status, err := h.forward(p, io, detach)
+	if err != nil {
+		terminate(p)
+	}
+	if detach {
+		return 0, nil
+	}
+	return status, err
+}
+
+func terminate(p *libcontainer.Process) {
+	_ = p.Signal(unix.SIGKILL)
+	_, _ = p.Wait()
+}
+
+// writePidFile writes pid atomically: a reader never sees a partial file.
+func writePidFile(path string, pid int) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path))
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_SYNC, 0o666)
+	if err != nil {
+		return fmt.Errorf("pid file: %w", err)
+	}
+	_, err = f.WriteString(strconv.Itoa(pid))
+	f.Close()
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("pid file: %w", err)
+	}
+	return nil
+}
+
+// socketActivationFiles are the fds systemd-style socket activation passed
+// to rauha (LISTEN_FDS), to be passed on to the container's init.
+func socketActivationFiles() []*os.File { return activation.Files(true) }

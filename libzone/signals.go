@@ -1,0 +1,96 @@
+package libzone
+
+import (
+	"os"
+	"os/signal"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/system"
+	"github.com/opencontainers/runc/libcontainer/utils"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// signalBufferSize is large because a burst of SIGCHLDs or forwarded signals
+// must not be dropped while the relay is busy.
+const signalBufferSize = 2048
+
+type signalRelay struct {
+	signals chan os.Signal
+	notify  *notifySocket
+}
+
+// newSignalRelay starts catching signals before the process starts, so none
+// sent in between is lost. SIGCHLD is registered synchronously; the rest in a
+// goroutine because signal.Notify for all signals is slow.
+func newSignalRelay(subreaper bool, notify *notifySocket) chan *signalRelay {
+	if subreaper {
+		if err := system.SetSubreaper(1); err != nil {
+			logrus.Warn(err)
+		}
+	}
+	ch := make(chan *signalRelay)
+	s := make(chan os.Signal, signalBufferSize)
+	signal.Notify(s, unix.SIGCHLD)
+	go func() {
+		signal.Notify(s)
+		ch <- &signalRelay{signals: s, notify: notify}
+	}()
+	return ch
+}
+
+// forward relays signals to the process until it exits and returns its exit
+// status (128+n after a signal, as a shell reports it).
+func (h *signalRelay) forward(p *libcontainer.Process, io *stdio, detach bool) (int, error) {
+	if detach && h.notify == nil {
+		return 0, nil
+	}
+	pid1, err := p.Pid()
+	if err != nil {
+		return -1, err
+	}
+	if h.notify != nil {
+		if detach {
+			_ = h.notify.run(pid1)
+			return 0, nil
+		}
+		_ = h.notify.run(os.Getpid())
+		go func() { _ = h.notify.run(0) }()
+	}
+	io.resize()
+	for s := range h.signals {
+		switch s {
+		case unix.SIGWINCH:
+			io.resize()
+		case unix.SIGCHLD:
+			for _, e := range reap() {
+				if e.pid == pid1 {
+					_, _ = p.Wait()
+					return e.status, nil
+				}
+			}
+		case unix.SIGURG:
+			// The Go runtime preempts goroutines with SIGURG; it is not for
+			// the container.
+		default:
+			if err := p.Signal(s); err != nil {
+				logrus.Debugf("forward signal %v: %v", s, err)
+			}
+		}
+	}
+	return -1, nil
+}
+
+type exitStatus struct{ pid, status int }
+
+func reap() (exits []exitStatus) {
+	var ws unix.WaitStatus
+	var rus unix.Rusage
+	for {
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, &rus)
+		if err != nil || pid <= 0 {
+			return exits
+		}
+		exits = append(exits, exitStatus{pid: pid, status: utils.ExitStatus(ws)})
+	}
+}
