@@ -33,7 +33,7 @@ a zone, a named boundary whose policy the kernel enforces; manage zones with
 
 func main() {
 	app := newApp()
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(permuteZoneArgs(os.Args)); err != nil {
 		fatal(err)
 	}
 }

@@ -1,19 +1,36 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/rauha-runtime/rauha/zone"
 )
 
 var zoneCommand = &cli.Command{
 	Name:  "zone",
 	Usage: "manage zones: the kernel-enforced boundaries containers run in",
 	Subcommands: []*cli.Command{
+		zoneCreateCommand,
+		zoneUpdateCommand,
+		zoneDeleteCommand,
 		zoneListCommand,
 		zoneInspectCommand,
+		zoneVerifyCommand,
+		zoneEventsCommand,
+		zoneStatsCommand,
 	},
 }
 
@@ -72,4 +89,281 @@ var zoneInspectCommand = &cli.Command{
 		}
 		return printJSON(z, "  ")
 	},
+}
+
+// policyFlag reads --policy FILE or --preset NAME (default: standard).
+func policyFlag(c *cli.Context, required bool) (*zone.Policy, string, error) {
+	file, preset := c.String("policy"), c.String("preset")
+	switch {
+	case file != "" && preset != "":
+		return nil, "", errors.New("give --policy FILE or --preset NAME, not both")
+	case file != "":
+		if !strings.ContainsRune(file, '/') {
+			file = "./" + file // a file named like a preset is still a file
+		}
+		return zone.LoadPolicy(file)
+	case preset != "":
+		return zone.LoadPolicy("preset:" + preset)
+	case required:
+		return nil, "", errors.New("--policy FILE or --preset NAME is required")
+	}
+	return zone.LoadPolicy("preset:standard")
+}
+
+var policyFlags = []cli.Flag{
+	&cli.StringFlag{Name: "policy", Usage: "policy file (TOML)"},
+	&cli.StringFlag{Name: "preset", Usage: "built-in policy: " + strings.Join(zone.PresetNames(), ", ")},
+}
+
+var zoneCreateCommand = &cli.Command{
+	Name:      "create",
+	Usage:     "create a zone (default policy: the standard preset)",
+	ArgsUsage: "<zone>",
+	Flags:     policyFlags,
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		p, src, err := policyFlag(c, false)
+		if err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		_, err = e.CreateZone(c.Args().First(), p, src)
+		return err
+	},
+}
+
+var zoneUpdateCommand = &cli.Command{
+	Name:      "update",
+	Usage:     "replace a zone's policy; running containers see it on their next checked operation",
+	ArgsUsage: "<zone>",
+	Flags:     policyFlags,
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		p, src, err := policyFlag(c, true)
+		if err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		_, err = e.UpdateZone(c.Args().First(), p, src)
+		return err
+	},
+}
+
+var zoneDeleteCommand = &cli.Command{
+	Name:      "delete",
+	Usage:     "delete a zone (refused while it has members, unless --force)",
+	ArgsUsage: "<zone>",
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "force", Aliases: []string{"f"}, Usage: "kill and delete the zone's containers first"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		return e.DeleteZone(c.Args().First(), c.Bool("force"))
+	},
+}
+
+var zoneVerifyCommand = &cli.Command{
+	Name:      "verify",
+	Usage:     "check that a zone (or one container's zone) is enforced; exit 1 if not isolated",
+	ArgsUsage: "<zone> | --container <id>",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "container", Usage: "verify the zone of this container, for this container"},
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
+	},
+	Action: func(c *cli.Context) error {
+		ct := c.String("container")
+		if ct == "" {
+			if err := checkArgs(c, 1, exactArgs); err != nil {
+				return err
+			}
+		} else if err := checkArgs(c, 0, exactArgs); err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		r, err := e.Verify(c.Args().First(), ct)
+		if err != nil {
+			return err
+		}
+		switch f := c.String("format"); f {
+		case "json":
+			err = printJSON(r, "  ")
+		case "text":
+			err = r.WriteText(os.Stdout)
+		default:
+			return fmt.Errorf("invalid --format %q: use text or json", f)
+		}
+		if err != nil {
+			return err
+		}
+		if !r.Isolated {
+			return &exitError{status: 1}
+		}
+		return nil
+	},
+}
+
+var zoneEventsCommand = &cli.Command{
+	Name:      "events",
+	Usage:     "print the deny (and audit) events of a zone, or of every zone",
+	ArgsUsage: "[zone]",
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "follow", Usage: "keep printing new events"},
+		&cli.StringFlag{Name: "since", Usage: "only events at or after this time (RFC 3339, or a duration like 10m)"},
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json (JSON lines)"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, maxArgs); err != nil {
+			return err
+		}
+		since, err := parseSince(c.String("since"))
+		if err != nil {
+			return err
+		}
+		format := c.String("format")
+		if format != "text" && format != "json" {
+			return fmt.Errorf("invalid --format %q: use text or json", format)
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		name := c.Args().First()
+		print := eventPrinter(format)
+		if !c.Bool("follow") {
+			evs, err := e.Events(name, since)
+			for _, ev := range evs {
+				if perr := print(ev); perr != nil {
+					return perr
+				}
+			}
+			return err
+		}
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
+		defer cancel()
+		return e.FollowEvents(ctx, name, since, print)
+	},
+}
+
+func parseSince(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("invalid --since %q: use RFC 3339 (2026-01-02T15:04:05Z) or a duration (10m)", s)
+	}
+	return t, nil
+}
+
+func eventPrinter(format string) func(zone.Event) error {
+	if format == "json" {
+		enc := json.NewEncoder(os.Stdout)
+		return func(ev zone.Event) error { return enc.Encode(ev) }
+	}
+	return func(ev zone.Event) error {
+		target := ""
+		if ev.TargetZone != "" {
+			target = " target-zone=" + ev.TargetZone
+		}
+		_, err := fmt.Printf("%s %s zone=%s container=%s pid=%d comm=%s control=%s object=%q backend=%s%s\n",
+			ev.Time.Format(time.RFC3339Nano), strings.ToUpper(ev.Decision), ev.Zone, ev.Container, ev.Pid, ev.Comm, ev.Control, ev.Object, ev.Backend, target)
+		return err
+	}
+}
+
+var zoneStatsCommand = &cli.Command{
+	Name:      "stats",
+	Usage:     "print a zone's per-control counters (checks, denies, dropped events)",
+	ArgsUsage: "<zone>",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "table or json"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		s, err := e.ZoneStats(c.Args().First())
+		if err != nil {
+			return err
+		}
+		switch f := c.String("format"); f {
+		case "json":
+			return printJSON(s, "  ")
+		case "table":
+			w := tabwriter.NewWriter(os.Stdout, 8, 1, 3, ' ', 0)
+			fmt.Fprintf(w, "zone %s, backend %s, dropped events: %d\n", s.Zone, s.Backend, s.Dropped)
+			fmt.Fprint(w, "CONTROL\tCHECKS\tDENIES\tOBSERVED\n")
+			for _, cc := range s.Controls {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", cc.Control, cc.Checks, cc.Denies, cc.Observed)
+			}
+			return w.Flush()
+		default:
+			return fmt.Errorf("invalid --format %q: use table or json", f)
+		}
+	},
+}
+
+// zoneBoolFlags are the zone subcommands' flags that take no value.
+var zoneBoolFlags = map[string]bool{"--force": true, "-f": true, "--follow": true, "--help": true, "-h": true}
+
+// permuteZoneArgs moves flags given after the zone name in front of it
+// ("rauha zone update web --policy p.toml"), because the CLI library stops
+// parsing flags at the first positional argument. The OCI commands keep
+// runc's parsing: for exec, everything after the id belongs to the process.
+func permuteZoneArgs(args []string) []string {
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		i++ // global flags; all of them are written --flag=value or come before "zone"
+		if i < len(args) && !strings.HasPrefix(args[i-1], "--debug") && !strings.HasPrefix(args[i-1], "--systemd-cgroup") && !strings.Contains(args[i-1], "=") {
+			i++
+		}
+	}
+	if i+1 >= len(args) || args[i] != "zone" {
+		return args
+	}
+	head := slices.Clone(args[:i+2])
+	var flags, rest []string
+	for j := i + 2; j < len(args); j++ {
+		a := args[j]
+		switch {
+		case a == "--":
+			rest = append(rest, args[j+1:]...)
+			j = len(args)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && !zoneBoolFlags[a] && j+1 < len(args) {
+				j++
+				flags = append(flags, args[j])
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return append(append(head, flags...), rest...)
 }

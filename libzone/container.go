@@ -233,6 +233,10 @@ func (c *Container) kill() error {
 func (c *Container) destroy() error {
 	id := c.ID()
 	st, _ := c.State()
+	rec, err := c.e.record(id)
+	if err != nil {
+		return err
+	}
 	if err := c.lc.Destroy(); err != nil {
 		return fmt.Errorf("destroy container %s: %w", id, err)
 	}
@@ -240,7 +244,12 @@ func (c *Container) destroy() error {
 	if st != nil {
 		zoneName = st.Zone
 	}
-	return c.e.forget(id, zoneName)
+	enf, err := c.e.enforcer()
+	if err != nil {
+		return err
+	}
+	defer enf.Close()
+	return c.e.release(enf, id, zoneName, rec)
 }
 
 // RemoveStale removes what a create that died before writing its state
@@ -253,17 +262,14 @@ func (e *Engine) RemoveStale(id string) error {
 	if err := os.RemoveAll(filepath.Join(e.root, id)); err != nil {
 		return fmt.Errorf("remove state of %s: %w", id, err)
 	}
-	var recorded bool
-	err := e.store.View(func(tx *zone.Tx) error {
-		_, err := tx.Container(id)
-		recorded = err == nil
-		if errors.Is(err, zone.ErrNotFound) {
-			return nil
-		}
-		return err
-	})
-	if err != nil || !recorded {
+	rec, err := e.record(id)
+	if err != nil || rec == nil {
 		return err
 	}
-	return e.forget(id, "")
+	enf, err := e.enforcer()
+	if err != nil {
+		return err
+	}
+	defer enf.Close()
+	return e.release(enf, id, "", rec)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
@@ -76,10 +77,18 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		return -1, fmt.Errorf("%s: %w", filepath.Join(b.Dir, "config.json"), err)
 	}
 
+	// 1. The zone and its policy are stored before anything reaches the
+	// kernel.
 	adm, err := e.admit(id, b.Dir, config.Cgroups.Path, spec.Annotations)
 	if err != nil {
 		return -1, err
 	}
+	enf, err := e.enforcer()
+	if err != nil {
+		e.forgetQuietly(nil, id, adm.zone.Name, adm.rec)
+		return -1, err
+	}
+	defer enf.Close()
 	var lc *libcontainer.Container
 	defer func() {
 		if retErr == nil {
@@ -90,11 +99,30 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 				logrus.Warnf("clean up container %s after failed create: %v", id, err)
 			}
 		}
-		if err := e.forget(id, adm.zone.Name); err != nil {
-			logrus.Warnf("remove record of container %s after failed create: %v", id, err)
-		}
+		e.forgetQuietly(enf, id, adm.zone.Name, adm.rec)
 	}()
 
+	// 2. Admission: controls the policy asks for that cannot be had.
+	z := adm.zone
+	policy := &z.Policy
+	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy)...)
+	if len(conflicts) > 0 {
+		if policy.Zone.Admission == zone.AdmissionStrict {
+			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",
+				z.Name, id, strings.Join(conflicts, "; "))
+		}
+		logrus.Warnf("zone %s admits container %s without: %s", z.Name, id, strings.Join(conflicts, "; "))
+	}
+
+	// 3. The policy is in the kernel before the zone has this member.
+	if err := enf.PrepareConfig(z, config); err != nil {
+		return -1, err
+	}
+	if err := enf.Apply(z); err != nil {
+		return -1, err
+	}
+
+	// 4. libcontainer builds the container; its init waits on the exec fifo.
 	lc, err = libcontainer.Create(e.root, id, config)
 	if err != nil {
 		return -1, fmt.Errorf("create container %s: %w", id, err)
@@ -110,14 +138,30 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 			defer notify.Close()
 		}
 	}
+	var started func(pid int) error
 	r := &runner{
 		lc:        lc,
 		act:       act,
 		io:        o.IOOptions,
 		listenFDs: socketActivationFiles(),
 		notify:    notify,
+		prepare: func(p *libcontainer.Process) (func(), error) {
+			limitCapabilities(p, policy)
+			var release func()
+			var err error
+			started, release, err = enf.PrepareProcess(z, config, p, 0)
+			return release, err
+		},
+		// 5. While the init waits: its rules are completed, its cgroup
+		// joins the zone, and the record says it is created. No user code
+		// has run yet.
 		ready: func(pid int) error {
-			cgid, err := e.joinZone(lc, adm)
+			if started != nil {
+				if err := started(pid); err != nil {
+					return err
+				}
+			}
+			cgid, err := e.joinZone(enf, lc, adm)
 			if err != nil {
 				return err
 			}
@@ -139,18 +183,22 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 
 // joinZone makes the container's cgroup a member of its zone and returns the
 // cgroup v2 id that identifies it to the kernel.
-func (e *Engine) joinZone(lc *libcontainer.Container, adm *admission) (uint64, error) {
+func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission) (uint64, error) {
 	st, err := lc.State()
 	if err != nil {
 		return 0, fmt.Errorf("container %s: %w", lc.ID(), err)
 	}
 	unified := st.CgroupPaths[""]
 	if unified == "" {
-		return 0, nil
+		return 0, fmt.Errorf("zone %s: container %s has no cgroup v2 directory: zone membership needs the unified hierarchy (cgroup2 mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified)", adm.zone.Name, lc.ID())
 	}
-	fi, err := os.Stat(unified)
-	if err != nil {
-		return 0, fmt.Errorf("zone %s: cgroup v2 directory of container %s: %w", adm.zone.Name, lc.ID(), err)
+	rel, err := filepath.Rel(unifiedMountpoint(), unified)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), unifiedMountpoint())
 	}
-	return inode(fi), nil
+	adm.rec.CgroupPath = "/" + rel
+	if err := enf.Join(adm.zone, adm.rec); err != nil {
+		return 0, err
+	}
+	return adm.rec.CgroupID, nil
 }

@@ -66,6 +66,32 @@ func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
 	default:
 		return -1, fmt.Errorf("cannot exec in container %s: it is %s", c.ID(), status)
 	}
-	r := &runner{lc: c.lc, act: actExec, io: o}
+	z, err := c.e.memberZone(c.ID())
+	if err != nil {
+		return -1, err
+	}
+	st, err := c.lc.State()
+	if err != nil {
+		return -1, fmt.Errorf("container %s: %w", c.ID(), err)
+	}
+	enf, err := c.e.enforcer()
+	if err != nil {
+		return -1, err
+	}
+	defer enf.Close()
+	cfg := c.lc.Config()
+	r := &runner{
+		lc:  c.lc,
+		act: actExec,
+		io:  o,
+		// An exec'd process enters the zone exactly like the init: the same
+		// capability limits and the same rules, built from the running
+		// container's root.
+		prepare: func(lp *libcontainer.Process) (func(), error) {
+			limitCapabilities(lp, &z.Policy)
+			_, release, err := enf.PrepareProcess(z, &cfg, lp, st.InitProcessPid)
+			return release, err
+		},
+	}
 	return r.run(p)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -99,16 +101,18 @@ func (e *Engine) markCreated(a *admission, pid int, cgroupID uint64) error {
 
 // forget removes a container's record, and its zone when the zone was made
 // for this container alone and has no members left. zoneName may be empty
-// when the container's config could not be read; the record names it.
-func (e *Engine) forget(id, zoneName string) error {
-	return e.store.Update(func(tx *zone.Tx) error {
-		rec, err := tx.Container(id)
+// when the container's config could not be read; the record names it. It
+// returns the removed record (nil if there was none) and the removed zone
+// (nil if the zone stays), whose kernel state the caller then removes.
+func (e *Engine) forget(id, zoneName string) (rec *zone.Container, gone *zone.Zone, err error) {
+	err = e.store.Update(func(tx *zone.Tx) error {
+		r, err := tx.Container(id)
 		switch {
 		case errors.Is(err, zone.ErrNotFound):
 		case err != nil:
 			return err
 		default:
-			zoneName = rec.Zone
+			rec, zoneName = r, r.Zone
 			if err := tx.DeleteContainer(id); err != nil {
 				return err
 			}
@@ -129,6 +133,77 @@ func (e *Engine) forget(id, zoneName string) error {
 		if err != nil || len(members) > 0 {
 			return err
 		}
+		gone = z
 		return tx.DeleteZone(zoneName)
 	})
+	return rec, gone, err
+}
+
+// release takes a container out of its zone: kernel membership, record,
+// and the zone itself when it was the container's own. Kernel state goes
+// first: a record without kernel state is repaired by reconcile, while
+// kernel state without a record would never be looked at again.
+func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container) error {
+	var errs []error
+	if rec != nil && rec.CgroupID != 0 {
+		z := &zone.Zone{Name: rec.Zone}
+		if err := enf.Leave(z, rec); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	_, gone, err := e.forget(id, zoneName)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if gone != nil {
+		if err := enf.Remove(gone); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// record reads a container's record; nil when it has none.
+func (e *Engine) record(id string) (*zone.Container, error) {
+	var rec *zone.Container
+	err := e.store.View(func(tx *zone.Tx) error {
+		r, err := tx.Container(id)
+		if errors.Is(err, zone.ErrNotFound) {
+			return nil
+		}
+		rec = r
+		return err
+	})
+	return rec, err
+}
+
+// forgetQuietly is forget on an error path: the error being returned matters
+// more than a failure to clean up, which reconcile repairs later.
+func (e *Engine) forgetQuietly(enf Enforcer, id, zoneName string, rec *zone.Container) {
+	var err error
+	if enf == nil {
+		_, _, err = e.forget(id, zoneName)
+	} else {
+		err = e.release(enf, id, zoneName, rec)
+	}
+	if err != nil {
+		logrus.Warnf("remove record of container %s: %v", id, err)
+	}
+}
+
+// memberZone returns the zone container id is recorded in.
+func (e *Engine) memberZone(id string) (*zone.Zone, error) {
+	var z *zone.Zone
+	err := e.store.View(func(tx *zone.Tx) error {
+		rec, err := tx.Container(id)
+		if err != nil {
+			return err
+		}
+		z, err = tx.Zone(rec.Zone)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zone of container %s: %w (run 'rauha zone reconcile' to repair the records)", id, err)
+	}
+	return z, nil
 }

@@ -1,6 +1,12 @@
 package libzone
 
 import (
+	"context"
+
+	"github.com/sirupsen/logrus"
+	"strings"
+	"time"
+
 	"errors"
 	"fmt"
 
@@ -69,4 +75,193 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// CreateZone stores a new zone with policy p and pushes the policy to the
+// kernel, so containers can join it by annotation.
+func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Zone, error) {
+	if err := zone.ValidateName("zone name", name); err != nil {
+		return nil, err
+	}
+	z := &zone.Zone{Name: name, Policy: *p, PolicySource: source, Created: time.Now().UTC()}
+	err := e.store.Update(func(tx *zone.Tx) error {
+		if _, err := tx.Zone(name); err == nil {
+			return fmt.Errorf("zone %s already exists (change its policy with 'rauha zone update %s --policy FILE')", name, name)
+		} else if !errors.Is(err, zone.ErrNotFound) {
+			return err
+		}
+		return tx.PutZone(z)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create zone %s: %w", name, err)
+	}
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	if err := enf.Apply(z); err != nil {
+		return nil, err
+	}
+	return z, nil
+}
+
+// UpdateZone replaces a zone's policy; running members see the change on
+// their next checked operation. The kernel first gets the meet of the old
+// and the new policy, then the store the new one, then the kernel: if the
+// update is interrupted anywhere, the kernel is never looser than the store.
+func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Zone, error) {
+	var old *zone.Zone
+	err := e.store.View(func(tx *zone.Tx) (err error) {
+		old, err = tx.Zone(name)
+		return err
+	})
+	if errors.Is(err, zone.ErrNotFound) {
+		return nil, fmt.Errorf("zone %s does not exist (create it with 'rauha zone create')", name)
+	} else if err != nil {
+		return nil, fmt.Errorf("zone %s: %w", name, err)
+	}
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	if un := enf.Unavailable(p); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
+		return nil, fmt.Errorf("zone %s: the new policy (admission strict) asks for controls this kernel cannot enforce with %s: %s", name, enf.Backend(), strings.Join(un, ", "))
+	}
+	interim := *old
+	interim.Policy = *meet(&old.Policy, p)
+	if err := enf.Apply(&interim); err != nil {
+		return nil, err
+	}
+	z := *old
+	z.Policy, z.PolicySource = *p, source
+	if err := e.store.Update(func(tx *zone.Tx) error { return tx.PutZone(&z) }); err != nil {
+		return nil, fmt.Errorf("store the policy of zone %s: %w", name, err)
+	}
+	if err := enf.Apply(&z); err != nil {
+		return nil, fmt.Errorf("%w (the kernel holds a policy at least as strict as both; 'rauha zone reconcile' retries)", err)
+	}
+	return &z, nil
+}
+
+// DeleteZone removes a zone and its kernel state. A zone with members is
+// refused unless force, which deletes its containers first.
+func (e *Engine) DeleteZone(name string, force bool) error {
+	info, err := e.Zone(name)
+	if err != nil {
+		return err
+	}
+	if len(info.Members) > 0 && !force {
+		ids := make([]string, 0, len(info.Members))
+		for _, m := range info.Members {
+			ids = append(ids, m.ID)
+		}
+		return fmt.Errorf("zone %s has %d member(s) (%s): delete them first, or use --force to stop and delete them", name, len(ids), strings.Join(ids, ", "))
+	}
+	var errs []error
+	for _, m := range info.Members {
+		c, err := e.Load(m.ID)
+		if errors.Is(err, ErrNotExist) {
+			err = e.RemoveStale(m.ID)
+		} else if err == nil {
+			err = c.Delete(true)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("zone %s: %w", name, errors.Join(errs...))
+	}
+	enf, err := e.enforcer()
+	if err != nil {
+		return err
+	}
+	defer enf.Close()
+	var gone *zone.Zone
+	err = e.store.Update(func(tx *zone.Tx) error {
+		z, err := tx.Zone(name)
+		if errors.Is(err, zone.ErrNotFound) {
+			return nil // an implicit zone went away with its last member
+		} else if err != nil {
+			return err
+		}
+		if m, err := tx.Members(name); err != nil {
+			return err
+		} else if len(m) > 0 {
+			return fmt.Errorf("zone %s gained member %s while it was being deleted", name, m[0].ID)
+		}
+		gone = z
+		return tx.DeleteZone(name)
+	})
+	if err != nil {
+		return fmt.Errorf("delete zone %s: %w", name, err)
+	}
+	if gone != nil {
+		return enf.Remove(gone)
+	}
+	return nil
+}
+
+// Events drains the kernel's pending events and returns the zone's recorded
+// events since the given time (zone "" = every zone).
+func (e *Engine) Events(name string, since time.Time) ([]zone.Event, error) {
+	log, err := e.DrainEvents()
+	if err != nil {
+		return nil, err
+	}
+	return log.Read(name, since)
+}
+
+// DrainEvents moves pending kernel events into the event log and returns it.
+func (e *Engine) DrainEvents() (*zone.EventLog, error) {
+	log := zone.NewEventLog(e.root)
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	if err := enf.Drain(log); err != nil {
+		return nil, fmt.Errorf("collect events from the kernel: %w", err)
+	}
+	return log, nil
+}
+
+// ZoneStats reads a zone's kernel counters.
+func (e *Engine) ZoneStats(name string) (*ZoneStats, error) {
+	info, err := e.Zone(name)
+	if err != nil {
+		return nil, err
+	}
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	return enf.Stats(&info.Zone)
+}
+
+// FollowEvents prints a zone's events as they happen until ctx ends,
+// draining the kernel's buffer while it waits.
+func (e *Engine) FollowEvents(ctx context.Context, name string, since time.Time, fn func(zone.Event) error) error {
+	log, err := e.DrainEvents()
+	if err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := e.DrainEvents(); err != nil {
+					logrus.Warnf("collect events: %v", err)
+				}
+			}
+		}
+	}()
+	return log.Follow(ctx, name, since, fn)
 }

@@ -1,0 +1,256 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// Control is a policy area: the index of the counters and Event.Control.
+type Control uint16
+
+const (
+	ControlFile       = Control(rauhaControlCONTROL_FILE)
+	ControlExec       = Control(rauhaControlCONTROL_EXEC)
+	ControlSignal     = Control(rauhaControlCONTROL_SIGNAL)
+	ControlPtrace     = Control(rauhaControlCONTROL_PTRACE)
+	ControlEgress     = Control(rauhaControlCONTROL_EGRESS)
+	ControlCapability = Control(rauhaControlCONTROL_CAPABILITY)
+	ControlCgroup     = Control(rauhaControlCONTROL_CGROUP)
+	NumControls       = int(rauhaControlNUM_CONTROLS)
+)
+
+var controlNames = [NumControls]string{"file", "exec", "signal", "ptrace", "egress", "capability", "cgroup"}
+
+func (c Control) String() string {
+	if int(c) < NumControls {
+		return controlNames[c]
+	}
+	return fmt.Sprintf("control(%d)", uint16(c))
+}
+
+// Hook is the program that reported an event.
+type Hook uint16
+
+const (
+	HookConnect4         = Hook(rauhaHookHOOK_CONNECT4)
+	HookConnect6         = Hook(rauhaHookHOOK_CONNECT6)
+	HookSendmsg4         = Hook(rauhaHookHOOK_SENDMSG4)
+	HookSendmsg6         = Hook(rauhaHookHOOK_SENDMSG6)
+	HookSysExit          = Hook(rauhaHookHOOK_SYS_EXIT)
+	HookLSMFileOpen      = Hook(rauhaHookHOOK_LSM_FILE_OPEN)
+	HookLSMBprmCheck     = Hook(rauhaHookHOOK_LSM_BPRM_CHECK)
+	HookLSMPtrace        = Hook(rauhaHookHOOK_LSM_PTRACE)
+	HookLSMTaskKill      = Hook(rauhaHookHOOK_LSM_TASK_KILL)
+	HookLSMSocketConnect = Hook(rauhaHookHOOK_LSM_SOCKET_CONNECT)
+	HookLSMSocketSendmsg = Hook(rauhaHookHOOK_LSM_SOCKET_SENDMSG)
+	HookLSMCapable       = Hook(rauhaHookHOOK_LSM_CAPABLE)
+)
+
+var hookNames = map[Hook]string{
+	HookConnect4: "cgroup/connect4", HookConnect6: "cgroup/connect6",
+	HookSendmsg4: "cgroup/sendmsg4", HookSendmsg6: "cgroup/sendmsg6",
+	HookSysExit: "tp_btf/sys_exit", HookLSMFileOpen: "lsm/file_open",
+	HookLSMBprmCheck: "lsm/bprm_check_security", HookLSMPtrace: "lsm/ptrace_access_check",
+	HookLSMTaskKill: "lsm/task_kill", HookLSMSocketConnect: "lsm/socket_connect",
+	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
+}
+
+func (h Hook) String() string {
+	if s, ok := hookNames[h]; ok {
+		return s
+	}
+	return fmt.Sprintf("hook(%d)", uint16(h))
+}
+
+// Verdict says what happened to the operation an event reports.
+type Verdict uint8
+
+const (
+	// VerdictDenied: the zone's policy denied it; the task got Errno.
+	VerdictDenied = Verdict(rauhaVerdictVERDICT_DENIED)
+	// VerdictAudited: the policy would deny it; the zone is in audit mode.
+	VerdictAudited = Verdict(rauhaVerdictVERDICT_AUDITED)
+	// VerdictObserved: a syscall of a zone task failed with EACCES or EPERM
+	// (fallback backend; Landlock, or plain permissions, denied it).
+	VerdictObserved = Verdict(rauhaVerdictVERDICT_OBSERVED)
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case VerdictDenied:
+		return "denied"
+	case VerdictAudited:
+		return "audited"
+	case VerdictObserved:
+		return "observed"
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
+// Event is one report from the kernel programs.
+type Event struct {
+	Time     time.Time
+	Zone     uint32
+	Control  Control
+	Hook     Hook
+	Verdict  Verdict
+	Errno    syscall.Errno // what the task got; 0 when it was allowed
+	Pid      uint32        // thread id, initial pid namespace
+	Tgid     uint32
+	UID      uint32
+	Comm     string
+	CgroupID uint64
+	// Control specific; zero when not applicable.
+	Path       string         // observed open/exec: path argument; cgroup: file name
+	Dev, Ino   uint64         // file/exec (bpf-lsm): the inode (Dev as in stat(2))
+	Arg        uint64         // signal number, ptrace mode/request, capability, cgroup id
+	TargetPid  int32          // signal/ptrace target
+	TargetZone uint32         // signal/ptrace/cgroup target zone (bpf-lsm)
+	Addr       netip.AddrPort // egress destination
+	Syscall    uint32         // observer: x86_64 syscall number
+}
+
+// DrainEvents returns up to max events already in the ring buffer, oldest
+// first. It never waits for new ones, and stops early at deadline (zero:
+// no deadline). Consumed events are gone for every reader, so drains of
+// one pin directory must not run concurrently (rauha serialises them with
+// its store).
+func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
+	rd, err := ringbuf.NewReader(k.maps.Events)
+	if err != nil {
+		return nil, fmt.Errorf("open event ring buffer: %w", err)
+	}
+	defer rd.Close()
+	// A deadline in the past makes Read return what is there, then stop.
+	rd.SetDeadline(time.Unix(1, 0))
+
+	clock := newBootClock()
+	var out []Event
+	var rec ringbuf.Record
+	for len(out) < max && (deadline.IsZero() || time.Now().Before(deadline)) {
+		err := rd.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			return out, fmt.Errorf("read event ring buffer: %w", err)
+		}
+		var raw rauhaEvent
+		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &raw); err != nil {
+			return out, fmt.Errorf("decode event of %d bytes: %w", len(rec.RawSample), err)
+		}
+		out = append(out, decodeEvent(&raw, clock))
+	}
+	return out, nil
+}
+
+func decodeEvent(r *rauhaEvent, clock bootClock) Event {
+	e := Event{
+		Time:       clock.wall(r.TsNs),
+		Zone:       r.Zone,
+		Control:    Control(r.Control),
+		Hook:       Hook(r.Hook),
+		Verdict:    Verdict(r.Verdict),
+		Errno:      syscall.Errno(-r.Ret),
+		Pid:        r.Pid,
+		Tgid:       r.Tgid,
+		UID:        r.Uid,
+		Comm:       cString(r.Comm[:]),
+		CgroupID:   r.Cgid,
+		Path:       cString(r.Path[:]),
+		Arg:        r.Arg,
+		TargetPid:  r.TargetPid,
+		TargetZone: r.TargetZone,
+		Syscall:    r.Syscall,
+	}
+	switch e.Control {
+	case ControlFile, ControlExec:
+		if e.Verdict != VerdictObserved {
+			e.Dev, e.Ino, e.Arg = userDev(uint32(r.Dev)), r.Arg, 0
+		}
+	case ControlEgress:
+		switch r.Family {
+		case unix.AF_INET:
+			e.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Addr[:4])), r.Port)
+		case unix.AF_INET6:
+			e.Addr = netip.AddrPortFrom(netip.AddrFrom16(r.Addr), r.Port)
+		}
+	}
+	return e
+}
+
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+// bootClock converts CLOCK_BOOTTIME stamps (which keep counting in
+// suspend, unlike CLOCK_MONOTONIC) to wall-clock time.
+type bootClock struct {
+	now  time.Time
+	boot int64
+}
+
+func newBootClock() bootClock {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	return bootClock{now: time.Now(), boot: ts.Nano()}
+}
+
+func (c bootClock) wall(ns uint64) time.Time {
+	return c.now.Add(-time.Duration(c.boot - int64(ns)))
+}
+
+// Counters are a zone's per-control counters, summed over CPUs.
+type Counters struct {
+	Checks   [NumControls]uint64 // decisions taken for the zone's tasks
+	Denies   [NumControls]uint64 // decisions that denied (or would have, in audit mode)
+	Observed [NumControls]uint64 // failed syscalls the fallback's observer saw
+	Dropped  uint64              // events lost to a full ring buffer
+}
+
+// Counters reads one zone's counters. Zone 0 counts the fallback's egress
+// programs running for a cgroup whose membership is being added or removed.
+func (k *Kernel) Counters(zone uint32) (Counters, error) {
+	var c Counters
+	if zone >= MaxZones {
+		return c, fmt.Errorf("zone id %d out of range (< %d)", zone, MaxZones)
+	}
+	var perCPU []rauhaCounters
+	if err := k.maps.ZoneCounters.Lookup(zone, &perCPU); err != nil {
+		return c, fmt.Errorf("read counters of zone %d: %w", zone, err)
+	}
+	for _, p := range perCPU {
+		for i := range NumControls {
+			c.Checks[i] += p.Checks[i]
+			c.Denies[i] += p.Denies[i]
+			c.Observed[i] += p.Observed[i]
+		}
+		c.Dropped += p.Dropped
+	}
+	return c, nil
+}
+
+func (k *Kernel) resetCounters(zone uint32) error {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	return k.maps.ZoneCounters.Update(zone, make([]rauhaCounters, n), ebpf.UpdateAny)
+}

@@ -1,0 +1,347 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as the workload: started with helperEnv set, it
+// performs one operation from inside a test cgroup and prints "ok" or the
+// errno name. Starting it with clone3(CLONE_INTO_CGROUP) puts it in the
+// zone before its first instruction.
+const helperEnv = "RAUHA_BPF_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper(os.Args[1:]))
+	}
+	mountedBefore, _ := isBPFFS(bpffsRoot)
+	code := m.Run()
+	// Tests mount bpffs through Open when it is missing; leave the host as
+	// found unless someone else started using it meanwhile.
+	if !mountedBefore {
+		if now, _ := isBPFFS(bpffsRoot); now {
+			entries, _ := os.ReadDir(bpffsRoot)
+			// maps.debug and progs.debug come with every bpffs mount.
+			if !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return !strings.HasSuffix(e.Name(), ".debug") }) {
+				_ = unix.Unmount(bpffsRoot, 0)
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+func runHelper(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "helper: no operation")
+		return 2
+	}
+	err := helperOp(args[0], args[1:])
+	if err == nil {
+		fmt.Println("ok")
+		return 0
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		fmt.Println(unix.ErrnoName(errno))
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "helper:", err)
+	return 2
+}
+
+func helperOp(op string, args []string) error {
+	switch op {
+	case "noop":
+		return nil
+	case "connect", "connect6", "sendto", "sendto6":
+		ap, err := netip.ParseAddrPort(args[0])
+		if err != nil {
+			return err
+		}
+		return sockOp(strings.HasPrefix(op, "sendto"), strings.HasSuffix(op, "6"), ap)
+	case "open":
+		fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	case "write": // write <path> <data>: open for writing, then write
+		fd, err := unix.Open(args[0], unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		_, err = unix.Write(fd, []byte(args[1]))
+		return err
+	case "exec": // exec <copy of this binary>: prints "ok" from the new image
+		return unix.Exec(args[0], []string{args[0], "noop"}, os.Environ())
+	case "kill":
+		pid, _ := strconv.Atoi(args[0])
+		sig, _ := strconv.Atoi(args[1])
+		return unix.Kill(pid, syscall.Signal(sig))
+	case "ptrace":
+		// The tracer thread must stay the same for the whole session.
+		runtime.LockOSThread()
+		pid, _ := strconv.Atoi(args[0])
+		// Exiting detaches; PTRACE_SEIZE does not stop the tracee.
+		return unix.PtraceSeize(pid)
+	case "chown":
+		return unix.Chown(args[0], 1, 1)
+	case "sleep": // a target for signals and ptrace, until killed
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return nil
+	}
+	return fmt.Errorf("unknown operation %q", op)
+}
+
+func sockOp(datagram, forceV6 bool, ap netip.AddrPort) error {
+	family := unix.AF_INET
+	if ap.Addr().Is6() || forceV6 {
+		family = unix.AF_INET6
+	}
+	typ := unix.SOCK_STREAM
+	if datagram {
+		typ = unix.SOCK_DGRAM
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var sa unix.Sockaddr
+	if family == unix.AF_INET {
+		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	} else {
+		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
+	}
+	if datagram {
+		return unix.Sendto(fd, []byte("rauha"), 0, sa)
+	}
+	return unix.Connect(fd, sa)
+}
+
+// workload describes how to start a helper.
+type workload struct {
+	cgroup string              // cgroup-v2 directory to start in ("" = the test's own)
+	cred   *syscall.Credential // nil = root
+	netns  bool                // in a new network namespace
+	exe    string              // the helper binary; "" = this test binary
+}
+
+func (w workload) command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	exe := w.exe
+	if exe == "" {
+		exe = testBinary(t)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.cred}
+	if w.netns {
+		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNET
+	}
+	if w.cgroup != "" {
+		f, err := os.Open(w.cgroup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(f.Fd())
+	}
+	return cmd
+}
+
+// run starts a helper, waits, and returns its one-line verdict.
+func (w workload) run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := w.command(t, args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("helper %v: %v: %s", args, err, ee.Stderr)
+		}
+		t.Fatalf("helper %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (w workload) expect(t *testing.T, want string, args ...string) {
+	t.Helper()
+	if got := w.run(t, args...); got != want {
+		t.Errorf("%v in %s: got %s, want %s", args, w.where(), got, want)
+	}
+}
+
+func (w workload) where() string {
+	s := "host cgroup"
+	if w.cgroup != "" {
+		s = filepath.Base(w.cgroup)
+	}
+	if w.netns {
+		s += " (own netns)"
+	}
+	return s
+}
+
+// start runs a long-lived "sleep" helper and returns its pid; it is killed
+// when the test ends.
+func (w workload) start(t *testing.T) int {
+	t.Helper()
+	cmd := w.command(t, "sleep")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("sleep helper did not start: %q %v", buf, err)
+	}
+	return cmd.Process.Pid
+}
+
+func testBinary(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loads BPF programs and creates cgroups")
+	}
+}
+
+// cgroupRoot is where tests create their cgroups: the unified hierarchy at
+// /sys/fs/cgroup/unified on hybrid hosts, /sys/fs/cgroup on pure v2 ones.
+func cgroupRoot(t *testing.T) string {
+	t.Helper()
+	for _, dir := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return filepath.Join(dir, "rauha-test-bpf")
+		}
+	}
+	t.Skip("no cgroup v2 hierarchy mounted")
+	return ""
+}
+
+// testCgroup creates <root>/rauha-test-bpf/<name> and removes it (and the
+// parent, once empty) when the test ends.
+func testCgroup(t *testing.T, name string) string {
+	t.Helper()
+	root := cgroupRoot(t)
+	dir := filepath.Join(root, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeCgroup(t, dir); _ = os.Remove(root) })
+	return dir
+}
+
+func removeCgroup(t *testing.T, dir string) {
+	t.Helper()
+	// Children first; our helpers are gone by now (their cleanups ran).
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroup(t, filepath.Join(dir, e.Name()))
+		}
+	}
+	var err error
+	for range 50 { // a just-reaped task can linger a moment
+		if err = os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("remove test cgroup %s: %v", dir, err)
+}
+
+// testKernel opens a kernel handle on a test pin directory that is removed
+// (with everything pinned in it) when the test ends.
+func testKernel(t *testing.T, lsm bool) (*Kernel, string) {
+	t.Helper()
+	pinDir := filepath.Join(bpffsRoot, fmt.Sprintf("rauha-test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid()))
+	t.Cleanup(func() {
+		if err := removePins(pinDir); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	k, err := Open(pinDir, lsm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	return k, pinDir
+}
+
+// drainUntil drains events until one matches or a second passes.
+func drainUntil(t *testing.T, k *Kernel, match func(Event) bool) Event {
+	t.Helper()
+	var seen []Event
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		evs, err := k.DrainEvents(1000, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if match(e) {
+				return e
+			}
+		}
+		seen = append(seen, evs...)
+	}
+	t.Fatalf("no matching event among %d: %+v", len(seen), seen)
+	return Event{}
+}
+
+// freePort returns a loopback TCP port nobody listens on right now.
+func freePort(t *testing.T) uint16 {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint16(sa.(*unix.SockaddrInet4).Port)
+}

@@ -1,0 +1,455 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+func TestOpenPinsAndReuses(t *testing.T) {
+	requireRoot(t)
+	k, pinDir := testKernel(t, false)
+
+	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "zone_peers",
+		"file_deny", "zone_counters", "rauha_config", "events", "link_observe_sys_exit",
+		"prog_egress_connect4", "prog_egress_connect6", "prog_egress_sendmsg4", "prog_egress_sendmsg6"} {
+		if !exists(filepath.Join(pinDir, name)) {
+			t.Errorf("%s not pinned", name)
+		}
+	}
+	id := func(k *Kernel) ebpf.MapID {
+		info, err := k.maps.ZonePolicy.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		return id
+	}
+	before := id(k)
+	if err := k.SetPolicy(3, ZonePolicy{EgressRestricted: true}); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+
+	k2, err := Open(pinDir, false)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer k2.Close()
+	if after := id(k2); after != before {
+		t.Errorf("reopen created a new zone_policy map (id %d, was %d)", after, before)
+	}
+	if _, err := k2.PolicyOf(3); err != nil {
+		t.Errorf("policy did not survive reopen: %v", err)
+	}
+	att, err := k2.Attached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(att, []string{"tp_btf/sys_exit"}) {
+		t.Errorf("Attached() = %q, want only the observer", att)
+	}
+
+	if _, err := Open(pinDir, true); err == nil || !strings.Contains(err.Error(), "fallback backend") {
+		t.Errorf("opening the other backend on the same pins: err = %v, want a backend conflict", err)
+	}
+
+	if err := k2.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(pinDir) {
+		t.Errorf("Remove left %s", pinDir)
+	}
+}
+
+// A failed Open removes the pins it made and nothing else. The failure is
+// provoked after the maps are pinned: something that is not a link sits
+// where the observer's link pin belongs.
+func TestOpenFailureRemovesItsPins(t *testing.T) {
+	requireRoot(t)
+	pinDir := filepath.Join(bpffsRoot, fmt.Sprintf("rauha-test-failed-open-%d", os.Getpid()))
+	t.Cleanup(func() { _ = os.RemoveAll(pinDir) })
+	if err := ensurePinDir(pinDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(linkPin(pinDir, rauhaProgObserveSysExit), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(pinDir, false); err == nil {
+		t.Fatal("Open succeeded with a bogus link pin")
+	}
+	entries, _ := os.ReadDir(pinDir)
+	if len(entries) != 1 || entries[0].Name() != "link_"+rauhaProgObserveSysExit {
+		t.Errorf("after the failed Open the pin directory holds %v, want only the bogus entry", entries)
+	}
+}
+
+// Where BPF-LSM programs are refused or never run, Open(lsm) says so and
+// pins nothing.
+func TestOpenLSMRefused(t *testing.T) {
+	requireRoot(t)
+	pinDir := filepath.Join(bpffsRoot, fmt.Sprintf("rauha-test-refused-%d", os.Getpid()))
+	t.Cleanup(func() { _ = removePins(pinDir) })
+	k, err := Open(pinDir, true)
+	if err == nil {
+		k.Close()
+		t.Skip("BPF-LSM works on this kernel; nothing to refuse")
+	}
+	entries, _ := os.ReadDir(pinDir)
+	if len(entries) != 0 {
+		t.Errorf("refused Open left pins: %v", entries)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	requireRoot(t)
+	lsm, err := Probe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("BPF-LSM usable: %v", lsm)
+	// vmtest.sh boots kernels with and without bpf in lsm=.
+	switch os.Getenv("RAUHA_EXPECT_LSM") {
+	case "1":
+		if !lsm {
+			t.Fatal("RAUHA_EXPECT_LSM=1 but the probe found BPF-LSM unusable")
+		}
+	case "0":
+		if lsm {
+			t.Fatal("RAUHA_EXPECT_LSM=0 but the probe found BPF-LSM usable")
+		}
+	}
+}
+
+func TestPolicyRoundTripAndUpdate(t *testing.T) {
+	requireRoot(t)
+	k, _ := testKernel(t, false)
+
+	p := ZonePolicy{
+		Mode:             ModeAudit,
+		EgressRestricted: true,
+		Egress: []EgressRule{
+			{Prefix: netip.MustParsePrefix("10.1.2.3/8"), Port: 443}, // masked on the way in
+			{Prefix: netip.MustParsePrefix("::1/128")},
+			{Prefix: netip.MustParsePrefix("::ffff:192.168.0.0/112"), Port: 53}, // mapped -> IPv4
+		},
+		CapDeny:             1<<unix.CAP_SYS_ADMIN | 1<<unix.CAP_NET_RAW,
+		DenyCrossZoneSignal: true,
+		SignalFrom:          []uint32{9, 4, 4},
+		PtraceFrom:          []uint32{4},
+		FileDenies: []FileDeny{
+			{Dev: unix.Mkdev(8, 1), Ino: 42, Mask: FileOpen},
+			{Dev: unix.Mkdev(8, 1), Ino: 42, Mask: FileExec},
+			{Dev: unix.Mkdev(259, 1048575), Ino: 7, Mask: FileExec},
+		},
+	}
+	if err := k.SetPolicy(5, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := k.PolicyOf(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ZonePolicy{
+		Mode:             ModeAudit,
+		EgressRestricted: true,
+		Egress: []EgressRule{
+			{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 443},
+			{Prefix: netip.MustParsePrefix("192.168.0.0/16"), Port: 53},
+			{Prefix: netip.MustParsePrefix("::1/128")},
+		},
+		CapDeny:             1<<unix.CAP_SYS_ADMIN | 1<<unix.CAP_NET_RAW,
+		DenyCrossZoneSignal: true,
+		SignalFrom:          []uint32{4, 9},
+		PtraceFrom:          []uint32{4},
+		FileDenies: []FileDeny{
+			{Dev: unix.Mkdev(8, 1), Ino: 42, Mask: FileOpen | FileExec},
+			{Dev: unix.Mkdev(259, 1048575), Ino: 7, Mask: FileExec},
+		},
+	}
+	if !got.Equal(want) {
+		t.Errorf("PolicyOf:\n got %+v\nwant %+v", got, want.Normalize())
+	}
+	if !got.Equal(p) {
+		t.Error("PolicyOf result not Equal to the policy that was set")
+	}
+
+	// Another zone's entries are untouched by updates of zone 5.
+	other := ZonePolicy{EgressRestricted: true, Egress: []EgressRule{{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 443}}, SignalFrom: []uint32{5}}
+	if err := k.SetPolicy(6, other); err != nil {
+		t.Fatal(err)
+	}
+
+	narrowed := ZonePolicy{EgressRestricted: true, Egress: []EgressRule{{Prefix: netip.MustParsePrefix("::1/128"), Port: 22}}}
+	if err := k.SetPolicy(5, narrowed); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := k.PolicyOf(5); !got.Equal(narrowed) {
+		t.Errorf("after narrowing: got %+v, want %+v", got, narrowed)
+	}
+	if got, _ := k.PolicyOf(6); !got.Equal(other) {
+		t.Errorf("zone 6 changed by zone 5's update: %+v", got)
+	}
+
+	cg := testCgroup(t, "policy")
+	cgid, err := k.AddMember(5, cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.DeletePolicy(5); err == nil {
+		t.Error("DeletePolicy succeeded while the zone has a member")
+	}
+	if err := k.RemoveMember("", cgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.DeletePolicy(5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.PolicyOf(5); !errors.Is(err, ErrNoPolicy) {
+		t.Errorf("PolicyOf after delete: %v, want ErrNoPolicy", err)
+	}
+	// Zone 6 let zone 5 signal it; a zone reusing id 5 must not inherit that.
+	if got, _ := k.PolicyOf(6); len(got.SignalFrom) != 0 {
+		t.Errorf("zone 6 still lets deleted zone 5 signal it: %+v", got)
+	}
+}
+
+func TestRestrictive(t *testing.T) {
+	audit := uint32(rauhaPolicyFlagPOLICY_AUDIT)
+	egress := uint32(rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED)
+	a := &rauhaPolicy{Flags: audit, CapDeny: 1}
+	b := &rauhaPolicy{Flags: audit | egress, CapDeny: 2}
+	if got := restrictive(a, b); got.Flags != audit|egress || got.CapDeny != 3 {
+		t.Errorf("restrictive(audit, audit+egress) = %+v", got)
+	}
+	if got := restrictive(a, &rauhaPolicy{}); got.Flags&audit != 0 {
+		t.Errorf("audit and enforce merged to audit: %+v", got)
+	}
+	if got := restrictive(nil, &rauhaPolicy{Flags: audit}); got.Flags != uint32(rauhaPolicyFlagPOLICY_MISSING_FLAGS) {
+		t.Errorf("missing entry not treated as the missing-policy default: %+v", got)
+	}
+}
+
+func listen(t *testing.T, network, addr string) uint16 {
+	t.Helper()
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
+
+func TestFallbackEgress(t *testing.T) {
+	requireRoot(t)
+	k, pinDir := testKernel(t, false)
+	const zone = 7
+	port4 := listen(t, "tcp4", "127.0.0.1:0")
+	port6 := listen(t, "tcp6", "[::1]:0")
+	closed := freePort(t)
+	ap := func(addr string, port uint16) string {
+		return netip.AddrPortFrom(netip.MustParseAddr(addr), port).String()
+	}
+
+	policy := ZonePolicy{
+		EgressRestricted: true,
+		Egress: []EgressRule{
+			{Prefix: netip.MustParsePrefix("127.0.0.1/32"), Port: port4},
+			{Prefix: netip.MustParsePrefix("127.0.0.2/32")}, // any port
+			{Prefix: netip.MustParsePrefix("::1/128"), Port: port6},
+		},
+	}
+	if err := k.SetPolicy(zone, policy); err != nil {
+		t.Fatal(err)
+	}
+	cg := testCgroup(t, "egress")
+	cgid, err := k.AddMember(zone, cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := k.Attached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range []string{"cgroup/connect4", "cgroup/connect6", "cgroup/sendmsg4", "cgroup/sendmsg6"} {
+		if want := sec + " cgroup=" + itoa(cgid); !slices.Contains(att, want) {
+			t.Errorf("Attached() = %q, missing %q", att, want)
+		}
+	}
+
+	in := workload{cgroup: cg}
+	in.expect(t, "ok", "connect", ap("127.0.0.1", port4))
+	in.expect(t, "EPERM", "connect", ap("127.0.0.1", closed))
+	in.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.2", closed))
+	in.expect(t, "ok", "connect", ap("::1", port6))
+	in.expect(t, "EPERM", "connect", ap("::1", closed))
+	in.expect(t, "ok", "connect6", ap("::ffff:127.0.0.1", port4)) // mapped: the IPv4 list decides
+	in.expect(t, "EPERM", "connect6", ap("::ffff:127.0.0.1", closed))
+	in.expect(t, "ok", "sendto", ap("127.0.0.1", port4))
+	in.expect(t, "EPERM", "sendto", ap("127.0.0.1", closed))
+	in.expect(t, "EPERM", "sendto6", ap("::1", closed))
+	// In its own network namespace, loopback is the zone's own: not egress.
+	// (lo is down there, so an allowed connect fails in routing instead.)
+	own := workload{cgroup: cg, netns: true}
+	own.expect(t, "ENETUNREACH", "connect", ap("127.0.0.1", closed))
+	own.expect(t, "EADDRNOTAVAIL", "connect", ap("::1", closed))
+	own.expect(t, "EPERM", "connect", ap("10.11.12.13", 80))
+	const denials = 6
+
+	host := workload{}
+	host.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
+	host.expect(t, "ok", "sendto", ap("127.0.0.1", closed))
+
+	ev := drainUntil(t, k, func(e Event) bool {
+		return e.Hook == HookConnect4 && e.Addr.Port() == closed && e.Addr.Addr() == netip.MustParseAddr("127.0.0.1")
+	})
+	if ev.Zone != zone || ev.Control != ControlEgress || ev.Verdict != VerdictDenied || ev.Errno != unix.EPERM || ev.CgroupID != cgid {
+		t.Errorf("connect4 deny event: %+v", ev)
+	}
+	c, err := k.Counters(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Denies[ControlEgress] != denials || c.Checks[ControlEgress] < 13 {
+		t.Errorf("counters: checks %d denies %d, want ≥13 and %d", c.Checks[ControlEgress], c.Denies[ControlEgress], denials)
+	}
+
+	// Audit mode: allowed, reported as audited.
+	policy.Mode = ModeAudit
+	if err := k.SetPolicy(zone, policy); err != nil {
+		t.Fatal(err)
+	}
+	in.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
+	ev = drainUntil(t, k, func(e Event) bool { return e.Verdict == VerdictAudited })
+	if ev.Errno != 0 || ev.Addr.Port() != closed || ev.Zone != zone {
+		t.Errorf("audit event: %+v", ev)
+	}
+
+	// Narrowing takes effect.
+	policy.Mode = ModeEnforce
+	policy.Egress = policy.Egress[1:]
+	if err := k.SetPolicy(zone, policy); err != nil {
+		t.Fatal(err)
+	}
+	in.expect(t, "EPERM", "connect", ap("127.0.0.1", port4))
+
+	// Membership ends: the cgroup is unaffected again and its links are gone.
+	if err := k.RemoveMember(cg, 0); err != nil {
+		t.Fatal(err)
+	}
+	in.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
+	if att, _ := k.Attached(); slices.ContainsFunc(att, func(s string) bool { return strings.Contains(s, "cgroup=") }) {
+		t.Errorf("cgroup links still attached after RemoveMember: %q", att)
+	}
+	if exists(memberDir(pinDir, cgid)) {
+		t.Error("member pins left after RemoveMember")
+	}
+}
+
+// A cgroup with the egress programs attached but no registration (the
+// windows inside AddMember/RemoveMember) fails closed.
+func TestFallbackEgressFailsClosedWhileUnregistered(t *testing.T) {
+	requireRoot(t)
+	k, _ := testKernel(t, false)
+	cg := testCgroup(t, "unregistered")
+	cgid, err := CgroupID(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.attachMember(cg, cgid); err != nil {
+		t.Fatal(err)
+	}
+	workload{cgroup: cg}.expect(t, "EPERM", "connect", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)).String())
+}
+
+// Pins outlive the process that made them: a second handle sees the
+// member attached and enforcing after the first one is closed.
+func TestEnforcementOutlivesHandle(t *testing.T) {
+	requireRoot(t)
+	k, pinDir := testKernel(t, false)
+	if err := k.SetPolicy(8, ZonePolicy{EgressRestricted: true}); err != nil {
+		t.Fatal(err)
+	}
+	cg := testCgroup(t, "outlive")
+	if _, err := k.AddMember(8, cg); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+	workload{cgroup: cg}.expect(t, "EPERM", "connect", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)).String())
+	k2, err := Open(pinDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k2.Close()
+	if c, _ := k2.Counters(8); c.Denies[ControlEgress] != 1 {
+		t.Errorf("denies = %d, want 1", c.Denies[ControlEgress])
+	}
+}
+
+func TestObserver(t *testing.T) {
+	requireRoot(t)
+	k, _ := testKernel(t, false)
+	const zone = 9
+	if err := k.SetPolicy(zone, ZonePolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	cg := testCgroup(t, "observer")
+	if _, err := k.AddMember(zone, cg); err != nil {
+		t.Fatal(err)
+	}
+
+	dir, err := os.MkdirTemp("", "rauha-bpf-observer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("x"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	// `go test` keeps the test binary where nobody cannot reach it.
+	exe := filepath.Join(dir, "helper")
+	copyFile(t, testBinary(t), exe, 0o755)
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
+	outside := workload{cred: nobody, exe: exe}
+	inside := workload{cgroup: cg, cred: nobody, exe: exe}
+
+	// The same denial outside the zone is not reported.
+	outside.expect(t, "EACCES", "open", secret)
+	inside.expect(t, "EACCES", "open", secret)
+	ev := drainUntil(t, k, func(e Event) bool { return e.Control == ControlFile })
+	if ev.Zone != zone || ev.Verdict != VerdictObserved || ev.Errno != unix.EACCES || ev.Path != secret ||
+		ev.UID != 65534 || ev.Syscall != unix.SYS_OPENAT || ev.Hook != HookSysExit {
+		t.Errorf("open event: %+v", ev)
+	}
+
+	inside.expect(t, "EPERM", "kill", "1", "0")
+	ev = drainUntil(t, k, func(e Event) bool { return e.Control == ControlSignal })
+	if ev.TargetPid != 1 || ev.Arg != 0 || ev.Errno != unix.EPERM || ev.Syscall != unix.SYS_KILL {
+		t.Errorf("kill event: %+v", ev)
+	}
+
+	c, err := k.Counters(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Observed[ControlFile] != 1 || c.Observed[ControlSignal] != 1 {
+		t.Errorf("observed counters: %+v", c.Observed)
+	}
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

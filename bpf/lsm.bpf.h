@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * The bpf-lsm backend. Every hook: an earlier program's non-zero verdict
+ * wins, then tasks outside every zone are allowed before anything else.
+ *
+ * Never NULL-check an LSM hook's pointer argument: verifiers since ~6.12
+ * type them as trusted non-NULL and fold the check away together with the
+ * code behind it. Where NULL is a real value (task_kill's cred) the raw
+ * context slot is read as a scalar.
+ */
+#ifndef RAUHA_LSM_BPF_H
+#define RAUHA_LSM_BPF_H
+
+#include "common.bpf.h"
+
+#define FMODE_WRITE 0x2
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#define SOCK_STREAM 1
+#define MSG_FASTOPEN 0x20000000
+#define CAP_OPT_NOAUDIT (1u << 1)
+
+static __always_inline int file_denied(__u32 zone, struct file *file, __u32 bit, __u16 control,
+				       __u16 hook)
+{
+	struct counters *c = counters_of(zone);
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct file_key k = {
+		.zone = zone,
+		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
+		.ino = BPF_CORE_READ(inode, i_ino),
+	};
+
+	count_check(c, control);
+	__u32 *mask = bpf_map_lookup_elem(&file_deny, &k);
+	if (!mask || !(*mask & bit))
+		return 0;
+
+	struct policy p;
+	struct event *e;
+	load_policy(zone, &p);
+	int ret = deny(zone, &p, c, control, hook, EACCES, &e);
+	if (e) {
+		e->dev = k.dev;
+		e->arg = k.ino;
+		bpf_ringbuf_submit(e, 0);
+	}
+	return ret;
+}
+
+/*
+ * Cgroup-escape guard: a zone task may open cgroup-v2 files for writing only
+ * in cgroups of its own zone (its member's subtree, or another member of the
+ * same zone). cgroup.procs/cgroup.threads elsewhere would move it out of the
+ * zone's enforcement; cgroup.kill elsewhere signals tasks task_kill never
+ * sees; limits elsewhere are another zone's or the host's. Only v2 counts:
+ * zone membership is v2 membership.
+ */
+static __always_inline int cgroup_escape(__u32 zone, struct file *file)
+{
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+
+	if (BPF_CORE_READ(inode, i_sb, s_magic) != CGROUP2_SUPER_MAGIC)
+		return 0;
+	if (!(BPF_CORE_READ(file, f_mode) & FMODE_WRITE))
+		return 0;
+
+	/* The file's parent directory is the cgroup; its kernfs node's priv is
+	 * the struct cgroup. */
+	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+	struct kernfs_node *kn = BPF_CORE_READ(d, d_parent, d_inode, i_private);
+	struct cgroup *cg = BPF_CORE_READ(kn, priv);
+	struct counters *c = counters_of(zone);
+	count_check(c, CONTROL_CGROUP);
+	__u32 target = cgroup_zone(cg);
+	if (target == zone)
+		return 0;
+
+	struct policy p;
+	struct event *e;
+	load_policy(zone, &p);
+	int ret = deny(zone, &p, c, CONTROL_CGROUP, HOOK_LSM_FILE_OPEN, EPERM, &e);
+	if (e) {
+		e->target_zone = target;
+		e->arg = BPF_CORE_READ(cg, kn, id);
+		bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(d, d_name.name));
+		bpf_ringbuf_submit(e, 0);
+	}
+	return ret;
+}
+
+SEC("lsm/file_open")
+int BPF_PROG(zone_file_open, struct file *file, int ret)
+{
+	if (ret)
+		return ret;
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+
+	ret = file_denied(zone, file, FILE_DENY_OPEN, CONTROL_FILE, HOOK_LSM_FILE_OPEN);
+	if (ret)
+		return ret;
+	return cgroup_escape(zone, file);
+}
+
+SEC("lsm/bprm_check_security")
+int BPF_PROG(zone_bprm_check, struct linux_binprm *bprm, int ret)
+{
+	if (ret)
+		return ret;
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+	return file_denied(zone, BPF_CORE_READ(bprm, file), FILE_DENY_EXEC, CONTROL_EXEC,
+			   HOOK_LSM_BPRM_CHECK);
+}
+
+static __always_inline int cross_zone(__u32 zone, struct task_struct *target, __u32 peer_bit,
+				      __u32 deny_flag, __u16 control, __u16 hook, __u64 arg)
+{
+	struct counters *c = counters_of(zone);
+	struct policy p;
+
+	count_check(c, control);
+	load_policy(zone, &p);
+	__u32 tz = task_zone(target);
+	if (cross_zone_allowed(zone, &p, tz, peer_bit, deny_flag))
+		return 0;
+
+	struct event *e;
+	int ret = deny(zone, &p, c, control, hook, EPERM, &e);
+	if (e) {
+		e->target_zone = tz;
+		e->target_pid = BPF_CORE_READ(target, tgid);
+		e->arg = arg;
+		bpf_ringbuf_submit(e, 0);
+	}
+	return ret;
+}
+
+SEC("lsm/ptrace_access_check")
+int BPF_PROG(zone_ptrace, struct task_struct *child, unsigned int mode, int ret)
+{
+	if (ret)
+		return ret;
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+	return cross_zone(zone, child, PEER_PTRACE, POLICY_DENY_PTRACE, CONTROL_PTRACE,
+			  HOOK_LSM_PTRACE, mode);
+}
+
+SEC("lsm/task_kill")
+int BPF_PROG(zone_task_kill, struct task_struct *p, struct kernel_siginfo *info, int sig,
+	     const struct cred *cred, int ret)
+{
+	if (ret)
+		return ret;
+
+	/* A non-NULL cred means asynchronous delivery (SIGIO, USB async I/O):
+	 * current is not the sender. The raw slot, never `cred` itself. */
+	__u64 raw_cred = 0;
+	bpf_probe_read_kernel(&raw_cred, sizeof(raw_cred), &ctx[3]);
+	if (raw_cred)
+		return 0;
+
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+	return cross_zone(zone, p, PEER_SIGNAL, POLICY_DENY_SIGNAL, CONTROL_SIGNAL,
+			  HOOK_LSM_TASK_KILL, sig);
+}
+
+static __always_inline __u64 sock_netns_cookie(struct socket *sock)
+{
+	struct net *net = BPF_CORE_READ(sock, sk, __sk_common.skc_net.net);
+
+	if (!bpf_core_field_exists(net->net_cookie))
+		return 0;
+	return BPF_CORE_READ(net, net_cookie);
+}
+
+/*
+ * Egress check of a kernel-side sockaddr. Addresses too short for their
+ * family and other families are left to the kernel, which rejects or does
+ * not route them.
+ */
+static __always_inline int sockaddr_egress(__u32 zone, struct socket *sock, void *sa, int len,
+					   __u16 hook)
+{
+	__u16 family = 0;
+	bpf_probe_read_kernel(&family, sizeof(family), sa);
+
+	__u32 addr[4] = {};
+	__u16 port_be = 0;
+	if (family == AF_INET && len >= 16) {
+		bpf_probe_read_kernel(&port_be, 2, sa + 2);
+		bpf_probe_read_kernel(&addr[0], 4, sa + 4);
+	} else if (family == AF_INET6 && len >= 24) {
+		bpf_probe_read_kernel(&port_be, 2, sa + 2);
+		bpf_probe_read_kernel(addr, 16, sa + 8);
+	} else {
+		return 0;
+	}
+
+	struct event *e;
+	int ret = egress_check(zone, family, addr, bpf_ntohs(port_be), sock_netns_cookie(sock), hook,
+			       &e);
+	if (e)
+		bpf_ringbuf_submit(e, 0);
+	return ret;
+}
+
+static __always_inline bool inet_socket(struct socket *sock)
+{
+	__u16 f = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+
+	return f == AF_INET || f == AF_INET6;
+}
+
+SEC("lsm/socket_connect")
+int BPF_PROG(zone_socket_connect, struct socket *sock, struct sockaddr *address, int addrlen,
+	     int ret)
+{
+	if (ret)
+		return ret;
+	__u32 zone = current_zone();
+	if (!zone || !inet_socket(sock))
+		return 0;
+	return sockaddr_egress(zone, sock, address, addrlen, HOOK_LSM_SOCKET_CONNECT);
+}
+
+/*
+ * socket_connect does not see sendto()/sendmsg() with an address on an
+ * unconnected datagram socket, nor TCP Fast Open. msg_name is a kernel copy.
+ */
+SEC("lsm/socket_sendmsg")
+int BPF_PROG(zone_socket_sendmsg, struct socket *sock, struct msghdr *msg, int size, int ret)
+{
+	if (ret)
+		return ret;
+	__u32 zone = current_zone();
+	if (!zone || !inet_socket(sock))
+		return 0;
+
+	void *name = BPF_CORE_READ(msg, msg_name);
+	int len = BPF_CORE_READ(msg, msg_namelen);
+	if (!name)
+		return 0;
+	/* A connected stream socket ignores the address unless it is Fast Open. */
+	if (BPF_CORE_READ(sock, type) == SOCK_STREAM &&
+	    !(BPF_CORE_READ(msg, msg_flags) & MSG_FASTOPEN))
+		return 0;
+	return sockaddr_egress(zone, sock, name, len, HOOK_LSM_SOCKET_SENDMSG);
+}
+
+SEC("lsm/capable")
+int BPF_PROG(zone_capable, const struct cred *cred, struct user_namespace *ns, int cap,
+	     unsigned int opts, int ret)
+{
+	if (ret)
+		return ret;
+	__u32 zone = current_zone();
+	if (!zone || cap < 0 || cap > 63)
+		return 0;
+
+	/* Only the task's own credentials: not has_capability() on another
+	 * task, not kernel code running on overridden creds (overlayfs copy-up
+	 * uses the mounter's), which current does not own. Raw slot, as above. */
+	__u64 raw_cred = 0;
+	bpf_probe_read_kernel(&raw_cred, sizeof(raw_cred), &ctx[0]);
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (raw_cred != (__u64)BPF_CORE_READ(task, real_cred))
+		return 0;
+
+	struct counters *c = counters_of(zone);
+	struct policy p;
+	count_check(c, CONTROL_CAPABILITY);
+	load_policy(zone, &p);
+	if (!(p.cap_deny & (1ull << cap)))
+		return 0;
+
+	struct event *e;
+	ret = deny(zone, &p, c, CONTROL_CAPABILITY, HOOK_LSM_CAPABLE, EPERM, &e);
+	if (e) {
+		/* NOAUDIT checks are probes whose failure is expected (e.g.
+		 * "may I skip this limit?"): counted, not reported. */
+		if (opts & CAP_OPT_NOAUDIT) {
+			bpf_ringbuf_discard(e, 0);
+		} else {
+			e->arg = cap;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	return ret;
+}
+
+#endif /* RAUHA_LSM_BPF_H */

@@ -1,0 +1,146 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// AddMember makes the tasks of a cgroup-v2 directory (and of every cgroup
+// below it) members of zone, and returns the cgroup's id. On the fallback
+// backend it first attaches and pins the egress programs to that cgroup:
+// those programs fail closed for a cgroup that is attached but not yet
+// registered, so no window lets egress through. Adding a member again to
+// the same zone is a no-op; moving it to another zone needs RemoveMember.
+func (k *Kernel) AddMember(zone uint32, cgroupDir string) (uint64, error) {
+	if err := checkZone(zone); err != nil {
+		return 0, err
+	}
+	cgid, err := CgroupID(cgroupDir)
+	if err != nil {
+		return 0, err
+	}
+	unlock, err := lockPinDir(k.pinDir)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+
+	var cur uint32
+	err = k.maps.ZoneByCgid.Lookup(cgid, &cur)
+	switch {
+	case err == nil && cur != zone:
+		return 0, fmt.Errorf("cgroup %s (id %d) is already a member of zone %d; remove it there first", cgroupDir, cgid, cur)
+	case err != nil && !errors.Is(err, ebpf.ErrKeyNotExist):
+		return 0, fmt.Errorf("look up cgroup %d: %w", cgid, err)
+	}
+
+	if !k.lsm {
+		if err := k.attachMember(cgroupDir, cgid); err != nil {
+			return 0, err
+		}
+	}
+	if err := k.maps.ZoneByCgid.Update(cgid, zone, ebpf.UpdateAny); err != nil {
+		return 0, fmt.Errorf("register cgroup %d in zone %d (zone_by_cgid full?): %w", cgid, zone, err)
+	}
+	return cgid, nil
+}
+
+func (k *Kernel) attachMember(cgroupDir string, cgid uint64) (err error) {
+	dir := memberDir(k.pinDir, cgid)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create member pin directory: %w", err)
+	}
+	var pinned []string
+	defer func() {
+		if err != nil {
+			for _, p := range pinned {
+				_ = os.Remove(p)
+			}
+			_ = os.Remove(dir) // only if empty: links pinned before stay
+		}
+	}()
+	for _, p := range backendPrograms(false) {
+		if !p.perMember {
+			continue
+		}
+		pin := filepath.Join(dir, p.name)
+		if exists(pin) {
+			continue
+		}
+		l, err := link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: p.attach, Program: k.cgroupProgs[p.name]})
+		if err != nil {
+			return fmt.Errorf("attach %s to %s: %w", p.name, cgroupDir, err)
+		}
+		err = l.Pin(pin)
+		l.Close()
+		if err != nil {
+			return fmt.Errorf("pin link of %s for %s (the program is detached again): %w", p.name, cgroupDir, err)
+		}
+		pinned = append(pinned, pin)
+	}
+	return nil
+}
+
+// RemoveMember ends a cgroup's membership: first the registration, so the
+// fallback's egress programs fail closed until they are detached, then the
+// links. cgid 0 means: take it from cgroupDir (which must then still exist);
+// a deleted container's cgroup is usually gone, so pass the id stored at
+// AddMember. Removing a non-member is not an error.
+func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
+	if cgid == 0 {
+		var err error
+		if cgid, err = CgroupID(cgroupDir); err != nil {
+			return err
+		}
+	}
+	unlock, err := lockPinDir(k.pinDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	if err := k.maps.ZoneByCgid.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unregister cgroup %d: %w", cgid, err)
+	}
+	dir := memberDir(k.pinDir, cgid)
+	var errs []error
+	for _, p := range backendPrograms(false) {
+		if p.perMember {
+			errs = append(errs, detachPinned(filepath.Join(dir, p.name)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detach programs from cgroup %d: %w", cgid, err)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove member pin directory: %w", err)
+	}
+	return nil
+}
+
+// Members returns every registered cgroup id and its zone.
+func (k *Kernel) Members() (map[uint64]uint32, error) {
+	out := map[uint64]uint32{}
+	var cgid uint64
+	var zone uint32
+	it := k.maps.ZoneByCgid.Iterate()
+	for it.Next(&cgid, &zone) {
+		out[cgid] = zone
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	return out, nil
+}
+
+func checkZone(zone uint32) error {
+	if zone == 0 || zone >= MaxZones {
+		return fmt.Errorf("zone id %d out of range: 1 ≤ zone < %d (0 is the host)", zone, MaxZones)
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Deny observer for the fallback backend. Landlock enforces files, exec,
+ * signals and TCP connect there but reports nothing to us, so this program
+ * turns failed syscalls of zone tasks (-EACCES/-EPERM) into events.
+ *
+ * Only sys_exit is hooked: the arguments are read from the pt_regs the
+ * kernel saved at syscall entry (syscalls do not modify them), and a failed
+ * open/exec returns to the same address space, so the path pointer is still
+ * valid. That makes the cost for every other syscall one compare of the
+ * return value: no helper call, no map, no sys_enter program and no per-task
+ * stash. What a task rewrote in its own memory between entry and exit is
+ * what gets reported; this is an observer, never a decision.
+ *
+ * x86_64 only (syscall numbers, pt_regs). 32-bit compat syscalls are skipped.
+ */
+#ifndef RAUHA_OBSERVER_BPF_H
+#define RAUHA_OBSERVER_BPF_H
+
+#include "common.bpf.h"
+
+#define NR_open 2
+#define NR_connect 42
+#define NR_execve 59
+#define NR_kill 62
+#define NR_ptrace 101
+#define NR_tkill 200
+#define NR_tgkill 234
+#define NR_openat 257
+#define NR_execveat 322
+#define NR_openat2 437
+
+#define TS_COMPAT 0x0002
+
+struct sockaddr_in6_min {
+	__u16 family;
+	__u16 port;
+	__u32 flowinfo;
+	__u32 addr[4];
+};
+
+static __always_inline int observed_control(long nr, long ret)
+{
+	switch (nr) {
+	case NR_open:
+	case NR_openat:
+	case NR_openat2:
+		return CONTROL_FILE;
+	case NR_execve:
+	case NR_execveat:
+		return CONTROL_EXEC;
+	case NR_kill:
+	case NR_tkill:
+	case NR_tgkill:
+		return CONTROL_SIGNAL;
+	case NR_ptrace:
+		return CONTROL_PTRACE;
+	case NR_connect:
+		/* EPERM from connect is our own cgroup program, which already
+		 * emitted the event; Landlock's TCP denial is EACCES. */
+		return ret == -EACCES ? CONTROL_EGRESS : -1;
+	}
+	return -1;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (ret != -EACCES && ret != -EPERM)
+		return 0;
+
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT)
+		return 0;
+
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	int control = observed_control(nr, ret);
+	if (control < 0 || control >= NUM_CONTROLS)
+		return 0;
+
+	struct counters *c = counters_of(zone);
+	if (c)
+		c->observed[control]++;
+
+	struct event *e = event_new(zone, c, control, HOOK_SYS_EXIT, VERDICT_OBSERVED, ret);
+	if (!e)
+		return 0;
+	e->syscall = nr;
+
+	unsigned long a0 = BPF_CORE_READ(regs, di);
+	unsigned long a1 = BPF_CORE_READ(regs, si);
+	unsigned long a2 = BPF_CORE_READ(regs, dx);
+
+	switch (nr) {
+	case NR_open:
+	case NR_execve:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
+		break;
+	case NR_openat:
+	case NR_openat2:
+	case NR_execveat:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1);
+		break;
+	case NR_kill:
+	case NR_tkill:
+		e->target_pid = (__s32)a0;
+		e->arg = a1;
+		break;
+	case NR_tgkill:
+		e->target_pid = (__s32)a1;
+		e->arg = a2;
+		break;
+	case NR_ptrace:
+		e->target_pid = (__s32)a1;
+		e->arg = a0;
+		break;
+	case NR_connect: {
+		/* sockaddr_in is 16 bytes: read what every family has first. */
+		struct sockaddr_in6_min sa = {};
+		if (bpf_probe_read_user(&sa, 8, (void *)a1))
+			break;
+		e->family = sa.family;
+		e->port = bpf_ntohs(sa.port);
+		if (sa.family == AF_INET)
+			__builtin_memcpy(e->addr, &sa.flowinfo, 4); /* sin_addr sits where sin6_flowinfo is */
+		else if (sa.family == AF_INET6 && a2 >= sizeof(sa) &&
+			 bpf_probe_read_user(&sa, sizeof(sa), (void *)a1) == 0)
+			__builtin_memcpy(e->addr, sa.addr, 16);
+		break;
+	}
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+#endif /* RAUHA_OBSERVER_BPF_H */

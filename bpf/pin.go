@@ -1,0 +1,144 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+const bpffsRoot = "/sys/fs/bpf"
+
+// ensurePinDir creates pinDir on a bpf filesystem, mounting bpffs at
+// /sys/fs/bpf first when nothing is mounted there (hosts without systemd,
+// like this project's CI VM, boot without it).
+func ensurePinDir(pinDir string) error {
+	if !filepath.IsAbs(pinDir) {
+		return fmt.Errorf("pin directory %q must be an absolute path", pinDir)
+	}
+	if pinDir == bpffsRoot || strings.HasPrefix(pinDir, bpffsRoot+"/") {
+		onBPF, err := isBPFFS(bpffsRoot)
+		if err != nil {
+			return err
+		}
+		if !onBPF {
+			if err := unix.Mount("bpf", bpffsRoot, "bpf", 0, "mode=0700"); err != nil {
+				return fmt.Errorf("mount bpffs at %s (needed for pinning): %w", bpffsRoot, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(pinDir, 0o700); err != nil {
+		return fmt.Errorf("create pin directory: %w", err)
+	}
+	onBPF, err := isBPFFS(pinDir)
+	if err != nil {
+		return err
+	}
+	if !onBPF {
+		return fmt.Errorf("pin directory %s is not on a bpf filesystem; mount one (mount -t bpf bpf DIR) or use a path under %s", pinDir, bpffsRoot)
+	}
+	return nil
+}
+
+func isBPFFS(path string) (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return false, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return st.Type == unix.BPF_FS_MAGIC, nil
+}
+
+// lockPinDir takes an exclusive flock on the pin directory: rauha has no
+// daemon, so concurrent commands (two `rauha create`) serialise here.
+func lockPinDir(pinDir string) (unlock func(), err error) {
+	f, err := os.Open(pinDir)
+	if err != nil {
+		return nil, fmt.Errorf("open pin directory for locking: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock pin directory %s: %w", pinDir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// removePins deletes pinDir and everything in it, after checking that it
+// really is on a bpf filesystem.
+func removePins(pinDir string) error {
+	onBPF, err := isBPFFS(pinDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !onBPF {
+		return fmt.Errorf("refusing to remove %s: not on a bpf filesystem", pinDir)
+	}
+	unlock, err := lockPinDir(pinDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var errs []error
+	globals, _ := filepath.Glob(filepath.Join(pinDir, "link_*"))
+	members, _ := filepath.Glob(filepath.Join(membersDir(pinDir), "*", "*"))
+	for _, pin := range append(globals, members...) {
+		errs = append(errs, detachPinned(pin))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(pinDir); err != nil {
+		return fmt.Errorf("unpin %s: %w", pinDir, err)
+	}
+	return nil
+}
+
+// CgroupID returns the cgroup-v2 id of a directory in the unified
+// hierarchy: its inode number, the value bpf_get_current_cgroup_id() sees.
+func CgroupID(cgroupDir string) (uint64, error) {
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(cgroupDir, &sfs); err != nil {
+		return 0, fmt.Errorf("statfs cgroup %s: %w", cgroupDir, err)
+	}
+	if sfs.Type != unix.CGROUP2_SUPER_MAGIC {
+		return 0, fmt.Errorf("%s is not in the cgroup v2 (unified) hierarchy; zone membership is v2 membership", cgroupDir)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(cgroupDir, &st); err != nil {
+		return 0, fmt.Errorf("stat cgroup %s: %w", cgroupDir, err)
+	}
+	return st.Ino, nil
+}
+
+// detachPinned detaches a pinned link now and unpins it. Unpinning alone
+// detaches too, but only once the kernel gets round to freeing the link,
+// so a caller could still see the program run right after returning.
+func detachPinned(pin string) error {
+	l, err := link.LoadPinnedLink(pin, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open pinned link %s: %w", pin, err)
+	}
+	defer l.Close()
+	if err := l.Detach(); err != nil && !errors.Is(err, link.ErrNotSupported) && !errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("detach %s: %w", pin, err)
+	}
+	if err := os.Remove(pin); err != nil {
+		return fmt.Errorf("unpin %s: %w", pin, err)
+	}
+	return nil
+}

@@ -1,0 +1,495 @@
+package bpf
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Mode says whether a zone's denials are enforced or only reported.
+type Mode uint8
+
+const (
+	ModeEnforce Mode = iota
+	ModeAudit
+)
+
+func (m Mode) String() string {
+	if m == ModeAudit {
+		return "audit"
+	}
+	return "enforce"
+}
+
+// EgressRule allows connections from a zone to Prefix, on Port or, when
+// Port is 0, on any port.
+type EgressRule struct {
+	Prefix netip.Prefix
+	Port   uint16
+}
+
+// FileAccess is what a FileDeny denies.
+type FileAccess uint32
+
+const (
+	FileOpen = FileAccess(rauhaFileAccessFILE_DENY_OPEN)
+	FileExec = FileAccess(rauhaFileAccessFILE_DENY_EXEC)
+)
+
+// FileDeny denies access to one inode. Dev is the st_dev stat(2) reports
+// for the file as the zone sees it; the kernel keys by the superblock's
+// s_dev, which is the same number on ext4, xfs, tmpfs and overlayfs with a
+// single lower filesystem, not on btrfs subvolumes.
+type FileDeny struct {
+	Dev  uint64
+	Ino  uint64
+	Mask FileAccess
+}
+
+// ZonePolicy is what the kernel enforces for one zone.
+type ZonePolicy struct {
+	Mode Mode
+	// EgressRestricted limits connect() and datagram sends to Egress.
+	// Loopback in the zone's own network namespace is never egress.
+	EgressRestricted bool
+	Egress           []EgressRule
+	// CapDeny: bit n set denies capable(n) (bpf-lsm backend only).
+	CapDeny uint64
+	// DenyCrossZoneSignal/Ptrace forbid signalling/ptracing tasks of other
+	// zones (bpf-lsm backend only). Tasks outside every zone are never
+	// reachable from a zone, whatever this says.
+	DenyCrossZoneSignal bool
+	DenyCrossZonePtrace bool
+	// SignalFrom/PtraceFrom: zones whose tasks may signal/ptrace this
+	// zone's tasks although a deny flag is set.
+	SignalFrom []uint32
+	PtraceFrom []uint32
+	FileDenies []FileDeny
+}
+
+// Normalize returns p in the form PolicyOf returns: prefixes masked and
+// IPv4-mapped IPv6 prefixes turned into IPv4 ones (the kernel checks mapped
+// destinations against the IPv4 list), lists sorted and deduplicated, file
+// denies for the same inode merged, empty lists nil.
+func (p ZonePolicy) Normalize() ZonePolicy {
+	out := p
+	out.Egress = nil
+	for _, r := range p.Egress {
+		if pf, err := canonicalPrefix(r.Prefix); err == nil {
+			r.Prefix = pf
+		}
+		out.Egress = append(out.Egress, r)
+	}
+	slices.SortFunc(out.Egress, func(a, b EgressRule) int {
+		return cmp.Or(a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()), cmp.Compare(a.Port, b.Port))
+	})
+	out.Egress = slices.Compact(out.Egress)
+	out.SignalFrom = sortedZones(p.SignalFrom)
+	out.PtraceFrom = sortedZones(p.PtraceFrom)
+
+	merged := map[[2]uint64]FileAccess{}
+	for _, f := range p.FileDenies {
+		merged[[2]uint64{f.Dev, f.Ino}] |= f.Mask
+	}
+	out.FileDenies = nil
+	for k, m := range merged {
+		out.FileDenies = append(out.FileDenies, FileDeny{Dev: k[0], Ino: k[1], Mask: m})
+	}
+	slices.SortFunc(out.FileDenies, func(a, b FileDeny) int {
+		return cmp.Or(cmp.Compare(a.Dev, b.Dev), cmp.Compare(a.Ino, b.Ino))
+	})
+	return out
+}
+
+// Equal reports whether two policies enforce the same thing.
+func (p ZonePolicy) Equal(q ZonePolicy) bool {
+	return reflect.DeepEqual(p.Normalize(), q.Normalize())
+}
+
+func sortedZones(z []uint32) []uint32 {
+	if len(z) == 0 {
+		return nil
+	}
+	out := slices.Clone(z)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func canonicalPrefix(p netip.Prefix) (netip.Prefix, error) {
+	if !p.IsValid() {
+		return p, fmt.Errorf("invalid prefix %v", p)
+	}
+	if p.Addr().Is4In6() {
+		if p.Bits() < 96 {
+			return p, fmt.Errorf("prefix %v covers IPv4-mapped and other IPv6 addresses; split it", p)
+		}
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
+}
+
+func (p ZonePolicy) validate(zone uint32) error {
+	for _, r := range p.Egress {
+		if _, err := canonicalPrefix(r.Prefix); err != nil {
+			return fmt.Errorf("zone %d egress rule: %w", zone, err)
+		}
+	}
+	for _, z := range append(slices.Clone(p.SignalFrom), p.PtraceFrom...) {
+		if err := checkZone(z); err != nil {
+			return fmt.Errorf("zone %d peer: %w", zone, err)
+		}
+	}
+	for _, f := range p.FileDenies {
+		if f.Mask == 0 || f.Mask&^(FileOpen|FileExec) != 0 {
+			return fmt.Errorf("zone %d file deny %d:%d: mask %#x is not a combination of FileOpen and FileExec", zone, f.Dev, f.Ino, f.Mask)
+		}
+		if unix.Major(f.Dev) >= 1<<12 || unix.Minor(f.Dev) >= 1<<20 {
+			return fmt.Errorf("zone %d file deny: device %d:%d does not fit the kernel's dev_t", zone, unix.Major(f.Dev), unix.Minor(f.Dev))
+		}
+	}
+	return nil
+}
+
+// kernelDev converts stat(2)'s st_dev to the kernel's internal dev_t.
+func kernelDev(dev uint64) uint32 { return unix.Major(dev)<<20 | unix.Minor(dev) }
+
+func userDev(kdev uint32) uint64 { return unix.Mkdev(kdev>>20, kdev&(1<<20-1)) }
+
+// ErrNoPolicy is returned by PolicyOf for a zone without a policy.
+var ErrNoPolicy = errors.New("zone has no policy in the kernel")
+
+// zoneState is one zone's entries in every policy map, keyed as stored.
+type zoneState struct {
+	policy  *rauhaPolicy // nil: no entry
+	egress4 map[rauhaEgress4Key]bool
+	egress6 map[rauhaEgress6Key]bool
+	peers   map[rauhaPeerKey]uint32 // only entries whose target is the zone
+	files   map[rauhaFileKey]uint32
+}
+
+func (p ZonePolicy) state(zone uint32) zoneState {
+	s := zoneState{
+		policy:  &rauhaPolicy{CapDeny: p.CapDeny},
+		egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
+		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{},
+	}
+	if p.Mode == ModeAudit {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_AUDIT)
+	}
+	if p.DenyCrossZoneSignal {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_DENY_SIGNAL)
+	}
+	if p.DenyCrossZonePtrace {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_DENY_PTRACE)
+	}
+	if p.EgressRestricted {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED)
+	}
+	for _, r := range p.Egress {
+		pf, _ := canonicalPrefix(r.Prefix)
+		if pf.Addr().Is4() {
+			s.egress4[rauhaEgress4Key{Prefixlen: 64 + uint32(pf.Bits()), Zone: zone, Port: uint32(r.Port), Addr: pf.Addr().As4()}] = true
+		} else {
+			s.egress6[rauhaEgress6Key{Prefixlen: 64 + uint32(pf.Bits()), Zone: zone, Port: uint32(r.Port), Addr: pf.Addr().As16()}] = true
+		}
+	}
+	for _, a := range p.SignalFrom {
+		s.peers[rauhaPeerKey{Actor: a, Target: zone}] |= uint32(rauhaPeerBitPEER_SIGNAL)
+	}
+	for _, a := range p.PtraceFrom {
+		s.peers[rauhaPeerKey{Actor: a, Target: zone}] |= uint32(rauhaPeerBitPEER_PTRACE)
+	}
+	for _, f := range p.FileDenies {
+		s.files[rauhaFileKey{Zone: zone, Dev: kernelDev(f.Dev), Ino: f.Ino}] |= uint32(f.Mask)
+	}
+	return s
+}
+
+func (s zoneState) zonePolicy() ZonePolicy {
+	var p ZonePolicy
+	flags := s.policy.Flags
+	if flags&uint32(rauhaPolicyFlagPOLICY_AUDIT) != 0 {
+		p.Mode = ModeAudit
+	}
+	p.DenyCrossZoneSignal = flags&uint32(rauhaPolicyFlagPOLICY_DENY_SIGNAL) != 0
+	p.DenyCrossZonePtrace = flags&uint32(rauhaPolicyFlagPOLICY_DENY_PTRACE) != 0
+	p.EgressRestricted = flags&uint32(rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED) != 0
+	p.CapDeny = s.policy.CapDeny
+	for k := range s.egress4 {
+		p.Egress = append(p.Egress, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom4(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})
+	}
+	for k := range s.egress6 {
+		p.Egress = append(p.Egress, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})
+	}
+	for k, bits := range s.peers {
+		if bits&uint32(rauhaPeerBitPEER_SIGNAL) != 0 {
+			p.SignalFrom = append(p.SignalFrom, k.Actor)
+		}
+		if bits&uint32(rauhaPeerBitPEER_PTRACE) != 0 {
+			p.PtraceFrom = append(p.PtraceFrom, k.Actor)
+		}
+	}
+	for k, m := range s.files {
+		p.FileDenies = append(p.FileDenies, FileDeny{Dev: userDev(k.Dev), Ino: k.Ino, Mask: FileAccess(m)})
+	}
+	return p.Normalize()
+}
+
+// readState reads one zone's entries. With actorToo, peers in which the zone
+// is the actor (entries of other zones' policies) are returned as well.
+func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
+	s := zoneState{egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
+		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}}
+	var pol rauhaPolicy
+	switch err := k.maps.ZonePolicy.Lookup(zone, &pol); {
+	case err == nil:
+		s.policy = &pol
+	case !errors.Is(err, ebpf.ErrKeyNotExist):
+		return s, fmt.Errorf("read policy of zone %d: %w", zone, err)
+	}
+
+	var k4 rauhaEgress4Key
+	var k6 rauhaEgress6Key
+	var kp rauhaPeerKey
+	var kf rauhaFileKey
+	var v uint32
+	it := k.maps.Egress4.Iterate()
+	for it.Next(&k4, &v) {
+		if k4.Zone == zone {
+			s.egress4[k4] = true
+		}
+	}
+	errs := []error{it.Err()}
+	it = k.maps.Egress6.Iterate()
+	for it.Next(&k6, &v) {
+		if k6.Zone == zone {
+			s.egress6[k6] = true
+		}
+	}
+	errs = append(errs, it.Err())
+	it = k.maps.ZonePeers.Iterate()
+	for it.Next(&kp, &v) {
+		if kp.Target == zone || (actorToo && kp.Actor == zone) {
+			s.peers[kp] = v
+		}
+	}
+	errs = append(errs, it.Err())
+	it = k.maps.FileDeny.Iterate()
+	for it.Next(&kf, &v) {
+		if kf.Zone == zone {
+			s.files[kf] = v
+		}
+	}
+	errs = append(errs, it.Err())
+	if err := errors.Join(errs...); err != nil {
+		return s, fmt.Errorf("read policy maps of zone %d: %w", zone, err)
+	}
+	return s, nil
+}
+
+// PolicyOf reads a zone's policy back from the kernel maps, normalized
+// (see Normalize), for verify to compare with the stored one.
+func (k *Kernel) PolicyOf(zone uint32) (ZonePolicy, error) {
+	if err := checkZone(zone); err != nil {
+		return ZonePolicy{}, err
+	}
+	s, err := k.readState(zone, false)
+	if err != nil {
+		return ZonePolicy{}, err
+	}
+	if s.policy == nil {
+		return ZonePolicy{}, fmt.Errorf("zone %d: %w", zone, ErrNoPolicy)
+	}
+	return s.zonePolicy(), nil
+}
+
+// restrictive returns the policy value that is at least as restrictive as
+// both: enforce unless both audit, every deny flag and denied capability of
+// either. A missing entry means what the programs assume for it.
+func restrictive(a, b *rauhaPolicy) rauhaPolicy {
+	missing := rauhaPolicy{Flags: uint32(rauhaPolicyFlagPOLICY_MISSING_FLAGS)}
+	if a == nil {
+		a = &missing
+	}
+	if b == nil {
+		b = &missing
+	}
+	audit := uint32(rauhaPolicyFlagPOLICY_AUDIT)
+	return rauhaPolicy{
+		Flags:   (a.Flags|b.Flags)&^audit | a.Flags&b.Flags&audit,
+		CapDeny: a.CapDeny | b.CapDeny,
+	}
+}
+
+// SetPolicy makes the kernel enforce p for zone, replacing whatever the maps
+// hold for it (including entries a crash left behind).
+//
+// Update order. A zone's tasks may be running while this executes, and it
+// may fail half-way; at every step the kernel state must be at least as
+// restrictive as both the old and the new policy, so that a stale entry is
+// only ever more restrictive than the stored policy. So it first moves to
+// the most restrictive combination of the two, then relaxes to p:
+//
+//  1. zone_policy := restrictive(old, new) (enforce, union of deny flags and
+//     denied capabilities);
+//  2. file_deny := old | new bits (adds denials);
+//  3. zone_peers := old & new bits (withdraws permissions);
+//  4. egress: delete allow entries not in p.
+//     Now the kernel enforces the intersection of both policies.
+//  5. egress: insert p's allow entries;
+//  6. zone_peers := new;  7. file_deny := new;  8. zone_policy := new.
+//
+// Steps 5–8 only remove restrictions p does not have, so a failure there
+// leaves the kernel stricter than p, never looser.
+func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
+	if err := checkZone(zone); err != nil {
+		return err
+	}
+	if err := p.validate(zone); err != nil {
+		return err
+	}
+	want := p.Normalize().state(zone)
+
+	unlock, err := lockPinDir(k.pinDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, err := k.readState(zone, false)
+	if err != nil {
+		return err
+	}
+
+	m := &k.maps
+	step := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("set policy of zone %d: %s: %w (the kernel is left stricter than the new policy; retry)", zone, what, err)
+		}
+		return nil
+	}
+
+	merged := restrictive(old.policy, want.policy)
+	if err := step("restrict zone_policy", m.ZonePolicy.Update(zone, &merged, ebpf.UpdateAny)); err != nil {
+		return err
+	}
+	for key, bits := range want.files {
+		if err := step("add file denies", m.FileDeny.Update(key, bits|old.files[key], ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key, bits := range old.peers {
+		if err := step("withdraw peers", setOrDelete(m.ZonePeers, key, bits&want.peers[key])); err != nil {
+			return err
+		}
+	}
+	for key := range old.egress4 {
+		if !want.egress4[key] {
+			if err := step("withdraw egress", deleteIfPresent(m.Egress4, key)); err != nil {
+				return err
+			}
+		}
+	}
+	for key := range old.egress6 {
+		if !want.egress6[key] {
+			if err := step("withdraw egress", deleteIfPresent(m.Egress6, key)); err != nil {
+				return err
+			}
+		}
+	}
+
+	for key := range want.egress4 {
+		if err := step("allow egress", m.Egress4.Update(key, uint32(1), ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key := range want.egress6 {
+		if err := step("allow egress", m.Egress6.Update(key, uint32(1), ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key, bits := range want.peers {
+		if err := step("grant peers", m.ZonePeers.Update(key, bits, ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key := range old.files {
+		if err := step("drop file denies", setOrDelete(m.FileDeny, key, want.files[key])); err != nil {
+			return err
+		}
+	}
+	for key, bits := range want.files {
+		if err := step("set file denies", m.FileDeny.Update(key, bits, ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	return step("set zone_policy", m.ZonePolicy.Update(zone, want.policy, ebpf.UpdateAny))
+}
+
+// DeletePolicy removes a zone's policy, its peer entries in both directions
+// (so a later zone reusing the id inherits no permission) and its counters.
+// The zone must have no members left: RemoveMember them first.
+func (k *Kernel) DeletePolicy(zone uint32) error {
+	if err := checkZone(zone); err != nil {
+		return err
+	}
+	unlock, err := lockPinDir(k.pinDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	members, err := k.Members()
+	if err != nil {
+		return err
+	}
+	for cgid, z := range members {
+		if z == zone {
+			return fmt.Errorf("delete policy of zone %d: cgroup %d is still a member; RemoveMember first", zone, cgid)
+		}
+	}
+	old, err := k.readState(zone, true)
+	if err != nil {
+		return err
+	}
+	m := &k.maps
+	// Permissions go before restrictions, as in SetPolicy.
+	var errs []error
+	for key := range old.egress4 {
+		errs = append(errs, deleteIfPresent(m.Egress4, key))
+	}
+	for key := range old.egress6 {
+		errs = append(errs, deleteIfPresent(m.Egress6, key))
+	}
+	for key := range old.peers {
+		errs = append(errs, deleteIfPresent(m.ZonePeers, key))
+	}
+	for key := range old.files {
+		errs = append(errs, deleteIfPresent(m.FileDeny, key))
+	}
+	errs = append(errs, deleteIfPresent(m.ZonePolicy, zone))
+	errs = append(errs, k.resetCounters(zone))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete policy of zone %d: %w", zone, err)
+	}
+	return nil
+}
+
+func setOrDelete(m *ebpf.Map, key any, bits uint32) error {
+	if bits == 0 {
+		return deleteIfPresent(m, key)
+	}
+	return m.Update(key, bits, ebpf.UpdateAny)
+}
+
+func deleteIfPresent(m *ebpf.Map, key any) error {
+	if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// Probe reports whether BPF-LSM programs work on this kernel by loading and
+// attaching a tiny lsm/file_open program and checking that it runs. Neither
+// /sys/kernel/security/lsm nor a successful load is proof: some kernels
+// refuse the load with EPERM although "bpf" is listed, and a kernel booted
+// without bpf in lsm= accepts and attaches the program but never calls it.
+// An error means the probe itself could not run, not that LSM is missing.
+func Probe() (lsm bool, err error) {
+	spec, err := loadProbe()
+	if err != nil {
+		return false, fmt.Errorf("parse the embedded probe object: %w", err)
+	}
+	if err := spec.Variables[probeVarProbeTgid].Set(uint32(os.Getpid())); err != nil {
+		return false, fmt.Errorf("set probe target: %w", err)
+	}
+	var objs probeObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		if unavailable(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("load the BPF-LSM probe: %w", err)
+	}
+	defer objs.Close()
+
+	l, err := link.AttachLSM(link.LSMOptions{Program: objs.ProbeFileOpen})
+	if err != nil {
+		if unavailable(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("attach the BPF-LSM probe: %w", err)
+	}
+	defer l.Close()
+
+	f, err := os.Open("/proc/self/stat")
+	if err != nil {
+		return false, fmt.Errorf("open a file to trigger the probe: %w", err)
+	}
+	f.Close()
+	var hits uint64
+	if err := objs.ProbeHits.Get(&hits); err != nil {
+		return false, fmt.Errorf("read the probe's counter: %w", err)
+	}
+	return hits > 0, nil
+}
+
+// unavailable tells "this kernel does not offer BPF-LSM" from other errors.
+func unavailable(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) ||
+		errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, syscall.Errno(524)) || // kernel-internal ENOTSUPP
+
+		errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, btf.ErrNotFound)
+}

@@ -1,0 +1,15 @@
+//go:build ignore
+
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Rauha's kernel programs, one object for both backends: the loader picks
+ * the fallback set (cgroup egress + deny observer) or the bpf-lsm set and
+ * never loads the other, so the LSM programs cost nothing where the kernel
+ * refuses them.
+ */
+#include "common.bpf.h"
+#include "egress.bpf.h"
+#include "observer.bpf.h"
+#include "lsm.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

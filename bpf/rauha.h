@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/*
+ * Everything that crosses the user/kernel boundary: map keys and values,
+ * the event record and the constants both sides interpret. The Go loader
+ * gets all of them through bpf2go -type.
+ *
+ * Zone 0 is "no zone" (the host). Every program allows everything for it.
+ */
+#ifndef RAUHA_H
+#define RAUHA_H
+
+/*
+ * Constants are enums, not #defines, so that bpf2go hands them to Go
+ * (-type limits, -type policy_flag, ...) and the two sides cannot drift.
+ */
+enum limits {
+	MAX_ZONES = 1024, /* array-indexed maps (zone_counters) bound the zone id */
+	MAX_LEVEL = 8,    /* deepest cgroup-v2 level at which a member is recognised */
+	PATH_LEN = 256,
+	COMM_LEN = 16,
+};
+
+/* policy.flags. The zero value is the most restrictive mode (enforce). */
+enum policy_flag {
+	POLICY_AUDIT = 1 << 0,             /* log would-be denials, allow them */
+	POLICY_DENY_SIGNAL = 1 << 1,       /* no signals across zones unless a peer entry allows */
+	POLICY_DENY_PTRACE = 1 << 2,       /* no ptrace across zones unless a peer entry allows */
+	POLICY_EGRESS_RESTRICTED = 1 << 3, /* egress only to the zone's allow-list */
+	/*
+	 * What a member of a zone without a zone_policy entry gets: a
+	 * half-written or half-deleted zone is never less restrictive than a
+	 * complete one.
+	 */
+	POLICY_MISSING_FLAGS = POLICY_DENY_SIGNAL | POLICY_DENY_PTRACE | POLICY_EGRESS_RESTRICTED,
+};
+
+/* zone_peers value bits: what actor may do to target. */
+enum peer_bit {
+	PEER_SIGNAL = 1 << 0,
+	PEER_PTRACE = 1 << 1,
+};
+
+/* file_deny value bits. */
+enum file_access {
+	FILE_DENY_OPEN = 1 << 0,
+	FILE_DENY_EXEC = 1 << 1,
+};
+
+/* Controls: the index into the counter arrays and event.control. */
+enum control {
+	CONTROL_FILE,
+	CONTROL_EXEC,
+	CONTROL_SIGNAL,
+	CONTROL_PTRACE,
+	CONTROL_EGRESS,
+	CONTROL_CAPABILITY,
+	CONTROL_CGROUP,
+	NUM_CONTROLS,
+};
+
+/* event.hook: the program that produced an event. */
+enum hook {
+	HOOK_CONNECT4 = 1,
+	HOOK_CONNECT6,
+	HOOK_SENDMSG4,
+	HOOK_SENDMSG6,
+	HOOK_SYS_EXIT,
+	HOOK_LSM_FILE_OPEN,
+	HOOK_LSM_BPRM_CHECK,
+	HOOK_LSM_PTRACE,
+	HOOK_LSM_TASK_KILL,
+	HOOK_LSM_SOCKET_CONNECT,
+	HOOK_LSM_SOCKET_SENDMSG,
+	HOOK_LSM_CAPABLE,
+};
+
+enum verdict {
+	VERDICT_DENIED = 1,   /* the policy denied it and the task got event.ret */
+	VERDICT_AUDITED = 2,  /* the policy would deny it; audit mode allowed it */
+	VERDICT_OBSERVED = 3, /* a syscall of a zone task failed with EACCES/EPERM */
+};
+
+struct policy {
+	__u32 flags;
+	__u32 pad;
+	__u64 cap_deny; /* bit n set: capable(n) is denied */
+};
+
+/*
+ * Egress allow-list: LPM tries keyed {zone, port, address}. The zone and the
+ * port are matched in full (they precede the address, and every entry's
+ * prefixlen covers them), the address by longest prefix. port 0 means "any
+ * port"; a lookup tries the exact port first, then port 0. Value: unused (1).
+ * prefixlen = 64 + address prefix length.
+ */
+struct egress4_key {
+	__u32 prefixlen;
+	__u32 zone;
+	__u32 port; /* host byte order */
+	__u8 addr[4];
+};
+
+struct egress6_key {
+	__u32 prefixlen;
+	__u32 zone;
+	__u32 port;
+	__u8 addr[16];
+};
+
+/* {actor zone, target zone} -> PEER_* bits, written by the target's policy. */
+struct peer_key {
+	__u32 actor;
+	__u32 target;
+};
+
+/* {zone, kernel dev_t of the superblock, inode} -> FILE_DENY_* bits. */
+struct file_key {
+	__u32 zone;
+	__u32 dev; /* MAJOR << 20 | MINOR, the kernel's encoding */
+	__u64 ino;
+};
+
+struct counters {
+	__u64 checks[NUM_CONTROLS];   /* decisions taken for zone tasks */
+	__u64 denies[NUM_CONTROLS];   /* decisions that denied (or would, in audit mode) */
+	__u64 observed[NUM_CONTROLS]; /* failed syscalls seen by the observer */
+	__u64 dropped;                /* events lost because the ring buffer was full */
+};
+
+struct config {
+	/*
+	 * Network namespace cookie of the host (the loader's netns). Loopback
+	 * destinations are only exempt from an egress allow-list in another
+	 * netns: there lo is the container's own, not the host's. 0 = unknown,
+	 * no exemption.
+	 */
+	__u64 host_netns_cookie;
+};
+
+struct event {
+	__u64 ts_ns; /* CLOCK_BOOTTIME */
+	__u64 cgid;  /* cgroup-v2 id of the task */
+	__u64 arg;   /* file/exec: inode; signal: signo; ptrace: mode or request; capability: cap */
+	__u64 dev;   /* file/exec: kernel dev_t */
+	__u32 zone;
+	__u32 pid; /* thread id, initial pid namespace */
+	__u32 tgid;
+	__u32 uid;
+	__s32 target_pid; /* signal/ptrace target, as passed (observer) or its tgid (LSM) */
+	__u32 target_zone;
+	__s32 ret; /* error returned to the task (negative); 0 when allowed */
+	__u32 syscall; /* observer: x86_64 syscall number */
+	__u16 control;
+	__u16 hook;
+	__u8 verdict;
+	__u8 family; /* egress: AF_INET or AF_INET6 */
+	__u16 port;  /* egress: destination port, host byte order */
+	__u8 addr[16]; /* egress: destination (4 bytes used for AF_INET) */
+	char comm[COMM_LEN];
+	char path[PATH_LEN]; /* observer open/exec: the path argument as passed */
+};
+
+/* Keeps the enums in the object's BTF for bpf2go -type. */
+struct enums {
+	enum limits limits;
+	enum policy_flag policy_flag;
+	enum peer_bit peer_bit;
+	enum file_access file_access;
+	enum control control;
+	enum hook hook;
+	enum verdict verdict;
+};
+
+#endif /* RAUHA_H */

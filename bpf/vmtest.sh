@@ -1,0 +1,50 @@
+#!/bin/bash
+# vmtest.sh - run the bpf package's tests, including the BPF-LSM ones that
+# this project's VM and CI kernel refuse (EPERM), inside throw-away QEMU
+# guests booted from Debian kernels (../shared/vm-lane/run-in-vm.sh).
+#
+#   bpf/vmtest.sh [KERNEL...]      KERNEL: 6.1 (default suite), 6.12, sid, nobpf
+#
+# Default: 6.1, 6.12 and nobpf. Each kernel boots with lsm=...,bpf and runs
+# the static test binary with RAUHA_EXPECT_LSM=1, so a kernel that refuses
+# the LSM programs fails the run instead of skipping. nobpf boots 6.1
+# without bpf in lsm=, where LSM programs load and attach but never run:
+# Probe must say so (RAUHA_EXPECT_LSM=0). Extra `go test` flags go in
+# VMTEST_FLAGS (e.g. VMTEST_FLAGS='-test.run TestLSM').
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+lane=${VM_LANE:-$(cd "$here/../.." && pwd)/shared/vm-lane/run-in-vm.sh}
+[ -x "$lane" ] || { echo "vmtest: VM lane not found at $lane (set VM_LANE)" >&2; exit 2; }
+
+payload=$(mktemp -d /tmp/rauha-bpf-vmtest.XXXXXX)
+trap 'rm -rf "$payload"' EXIT
+mkdir "$payload/bin"
+chmod 755 "$payload" "$payload/bin" # helpers run as nobody too
+(cd "$here" && CGO_ENABLED=0 go test -c -o "$payload/bin/bpf.test" .)
+
+kernels=("$@")
+[ ${#kernels[@]} -gt 0 ] || kernels=(6.1 6.12 nobpf)
+failed=()
+for k in "${kernels[@]}"; do
+	expect=1
+	case $k in
+	6.1) env=() ;;
+	6.12) env=(VM_KERNEL_PKG='linux-image-6.12.*-cloud-amd64-unsigned') ;;
+	sid) env=(VM_APT_SUITE=sid) ;;
+	nobpf) env=(VM_LSM=landlock,lockdown,yama) expect=0 ;;
+	*) echo "vmtest: unknown kernel $k (6.1, 6.12, sid, nobpf)" >&2; exit 2 ;;
+	esac
+	echo "=== vmtest: kernel $k"
+	if env "${env[@]}" VM_TIMEOUT="${VM_TIMEOUT:-900}" "$lane" "$payload" \
+		"uname -r; RAUHA_EXPECT_LSM=$expect bpf.test -test.v -test.count=1 ${VMTEST_FLAGS:-}"; then
+		echo "=== vmtest: kernel $k PASS"
+	else
+		echo "=== vmtest: kernel $k FAIL ($?)"
+		failed+=("$k")
+	fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "vmtest: failed on: ${failed[*]}" >&2
+	exit 1
+fi

@@ -1,0 +1,6 @@
+package landlock
+
+import _ "embed"
+
+//go:embed shim/shim-arm64
+var shimBinary []byte

@@ -1,0 +1,345 @@
+package libzone
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/moby/sys/capability"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+
+	"github.com/rauha-runtime/rauha/bpf"
+	"github.com/rauha-runtime/rauha/landlock"
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// Backend names, as reports and events show them.
+const (
+	BackendLSM      = "bpf-lsm"
+	BackendLandlock = "landlock"
+)
+
+// bpfPinDir is where a root's kernel programs and maps are pinned. Zone ids
+// are allocated per state root, so every root other than the default gets
+// its own pin directory: two roots never share a map.
+func bpfPinDir(root string) string {
+	if root == DefaultRoot {
+		return "/sys/fs/bpf/rauha"
+	}
+	sum := sha256.Sum256([]byte(root))
+	return "/sys/fs/bpf/rauha-" + hex.EncodeToString(sum[:6])
+}
+
+// kernelEnforcer is the Enforcer of both backends. The eBPF side (bpf/)
+// holds zone membership, egress rules and the deny observer, and on the
+// bpf-lsm backend the LSM hooks; filesystem and exec rules that the LSM
+// programs do not cover, and all of them on the fallback, are a Landlock
+// domain (landlock/) entered by every member process.
+type kernelEnforcer struct {
+	k     *bpf.Kernel
+	store *zone.Store
+}
+
+// enforcer opens the kernel side of this root: the pinned programs and maps,
+// installing them when missing. The backend a pin directory was installed
+// with is kept; a fresh one is probed by loading a real LSM program.
+func (e *Engine) enforcer() (Enforcer, error) {
+	dir := bpfPinDir(e.root)
+	lsm, known := bpf.InstalledBackend(dir)
+	if !known {
+		var err error
+		if lsm, err = bpf.Probe(); err != nil {
+			return nil, fmt.Errorf("probe for BPF-LSM support: %w", err)
+		}
+	}
+	k, err := bpf.Open(dir, lsm)
+	if err != nil {
+		return nil, fmt.Errorf("zone enforcement: %w", err)
+	}
+	return &kernelEnforcer{k: k, store: e.store}, nil
+}
+
+func (ke *kernelEnforcer) Backend() string {
+	if ke.k.LSM() {
+		return BackendLSM
+	}
+	return BackendLandlock
+}
+
+func (ke *kernelEnforcer) Close() error { return ke.k.Close() }
+
+func (ke *kernelEnforcer) Unavailable(p *zone.Policy) []string {
+	var out []string
+	rules := landlockRules(p, nil)
+	if (len(rules.Writable) > 0 || len(rules.ReadOnly) > 0 || len(rules.Deny) > 0 || len(rules.ExecAllow) > 0 || len(rules.ExecDeny) > 0) && p.Zone.Mode == zone.ModeAudit {
+		// Landlock has no "log and allow": an audit zone's file rules would
+		// either deny or not apply at all.
+		out = append(out, "filesystem and exec rules in audit mode")
+	}
+	abi := landlock.ABI()
+	switch {
+	case abi == 0 && (p.Filesystem.WritablePaths != nil || len(p.Filesystem.ReadOnly) > 0 || len(p.Filesystem.Deny) > 0):
+		out = append(out, "filesystem")
+	case abi > 0 && abi < 3 && p.Filesystem.WritablePaths != nil:
+		out = append(out, "filesystem.truncate")
+	}
+	if abi == 0 && (len(p.Exec.Allow) > 0 || len(p.Exec.Deny) > 0) {
+		out = append(out, "exec")
+	}
+	if len(p.Network.AllowedZones) > 0 {
+		out = append(out, "network.allowed_zones")
+	}
+	return out
+}
+
+// Apply pushes the policy to the maps. Running members see it on their next
+// connect or send; Landlock domains of running processes cannot change, so
+// filesystem and exec rule changes reach new processes only (verify says so).
+func (ke *kernelEnforcer) Apply(z *zone.Zone) error {
+	p, err := ke.kernelPolicy(&z.Policy)
+	if err != nil {
+		return fmt.Errorf("zone %s: %w", z.Name, err)
+	}
+	if err := ke.k.SetPolicy(z.ID, p); err != nil {
+		return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
+	}
+	return nil
+}
+
+// kernelPolicy translates a zone policy into what the eBPF programs check.
+func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy) (bpf.ZonePolicy, error) {
+	kp := bpf.ZonePolicy{DenyCrossZoneSignal: true, DenyCrossZonePtrace: true}
+	if p.Zone.Mode == zone.ModeAudit {
+		kp.Mode = bpf.ModeAudit
+	}
+	if p.Network.AllowedEgress != nil {
+		kp.EgressRestricted = true
+		for _, s := range *p.Network.AllowedEgress {
+			eg, err := zone.ParseEgress(s)
+			if err != nil {
+				return kp, err
+			}
+			kp.Egress = append(kp.Egress, bpf.EgressRule{Prefix: eg.Prefix, Port: eg.Port})
+		}
+	}
+	if p.Capabilities.Allowed != nil && ke.k.LSM() {
+		kp.CapDeny = capDenyMask(*p.Capabilities.Allowed)
+	}
+	if len(p.Signals.AllowedZones) > 0 {
+		err := ke.store.View(func(tx *zone.Tx) error {
+			for _, name := range p.Signals.AllowedZones {
+				other, err := tx.Zone(name)
+				if errors.Is(err, zone.ErrNotFound) {
+					continue // allowing a zone that does not exist allows nothing
+				} else if err != nil {
+					return err
+				}
+				kp.SignalFrom = append(kp.SignalFrom, other.ID)
+				kp.PtraceFrom = append(kp.PtraceFrom, other.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			return kp, fmt.Errorf("resolve signals.allowed_zones: %w", err)
+		}
+	}
+	return kp, nil
+}
+
+func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error {
+	if cfg.Seccomp != nil {
+		// The Landlock shim must be able to enter its domain under the
+		// container's own seccomp profile.
+		landlock.AllowInSeccomp(cfg.Seccomp)
+	}
+	return nil
+}
+
+// PrepareProcess wraps p in the Landlock shim when the zone has filesystem,
+// exec or scoping rules. For an init (initPid 0) the ruleset is filled in by
+// started, once the init has mounted everything (Landlock ignores rules on
+// a directory that is later mounted over); an exec'd process gets its rules
+// from the running container's root before it starts.
+func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
+	rules := landlockRules(&z.Policy, cfg)
+	noop := func() {}
+	if initPid != 0 {
+		root := procRoot(initPid)
+		if err := lookPathIn(root, p); err != nil {
+			return nil, noop, err
+		}
+		rs, _, err := landlock.BuildRuleset(root, rules)
+		if err != nil || rs == nil {
+			return nil, noop, wrapLandlockErr(z, err)
+		}
+		cleanup, err := landlock.Wrap(p, rs)
+		if err != nil {
+			rs.Close()
+			return nil, noop, wrapLandlockErr(z, err)
+		}
+		return nil, func() { cleanup(); rs.Close() }, nil
+	}
+	rs, _, err := landlock.CreateRuleset(rules)
+	if err != nil {
+		return nil, noop, wrapLandlockErr(z, err)
+	}
+	if rs == nil {
+		return nil, noop, nil
+	}
+	args := p.Args
+	cleanup, err := landlock.Wrap(p, rs)
+	if err != nil {
+		rs.Close()
+		return nil, noop, wrapLandlockErr(z, err)
+	}
+	started = func(pid int) error {
+		root := procRoot(pid)
+		if err := lookPathIn(root, &libcontainer.Process{Args: args, Env: p.Env, Cwd: p.Cwd}); err != nil {
+			return err
+		}
+		if _, err := landlock.Populate(rs, root, rules); err != nil {
+			return wrapLandlockErr(z, err)
+		}
+		return nil
+	}
+	return started, func() { cleanup(); rs.Close() }, nil
+}
+
+func wrapLandlockErr(z *zone.Zone, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("zone %s: landlock: %w", z.Name, err)
+}
+
+func procRoot(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/root" }
+
+// landlockRules are the Landlock rules of a policy for one container. cfg
+// may be nil (admission only looks at which rules exist). Signal and
+// abstract-socket scoping is only asked for where a namespace is shared:
+// a private pid or network namespace already isolates them, and a scoped
+// init could not be signalled by the container's own exec'd processes.
+func landlockRules(p *zone.Policy, cfg *configs.Config) landlock.Rules {
+	r := landlock.Rules{
+		ReadOnly:  p.Filesystem.ReadOnly,
+		Deny:      p.Filesystem.Deny,
+		ExecAllow: p.Exec.Allow,
+		ExecDeny:  p.Exec.Deny,
+	}
+	if w := p.Filesystem.WritablePaths; w != nil {
+		r.Writable = *w
+		if len(r.Writable) == 0 {
+			// An empty list means "nothing writable"; for Landlock an empty
+			// list means "no write rules", so name a path that matches none.
+			r.Writable = []string{nothingPath}
+		}
+	}
+	if cfg != nil {
+		r.ScopeSignals = !privateNamespace(cfg, configs.NEWPID)
+		r.ScopeAbstractUnix = !privateNamespace(cfg, configs.NEWNET)
+	}
+	return r
+}
+
+func privateNamespace(cfg *configs.Config, t configs.NamespaceType) bool {
+	return cfg.Namespaces.Contains(t) && cfg.Namespaces.PathOf(t) == ""
+}
+
+func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
+	dir := filepath.Join(unifiedMountpoint(), c.CgroupPath)
+	cgid, err := ke.k.AddMember(z.ID, dir)
+	if err != nil {
+		return fmt.Errorf("zone %s: register container %s: %w", z.Name, c.ID, err)
+	}
+	c.CgroupID = cgid
+	return nil
+}
+
+func (ke *kernelEnforcer) Leave(z *zone.Zone, c *zone.Container) error {
+	dir := filepath.Join(unifiedMountpoint(), c.CgroupPath)
+	if err := ke.k.RemoveMember(dir, c.CgroupID); err != nil {
+		return fmt.Errorf("zone %s: remove container %s: %w", z.Name, c.ID, err)
+	}
+	return nil
+}
+
+func (ke *kernelEnforcer) Remove(z *zone.Zone) error {
+	if err := ke.k.DeletePolicy(z.ID); err != nil {
+		return fmt.Errorf("remove zone %s from the kernel: %w", z.Name, err)
+	}
+	return nil
+}
+
+func (ke *kernelEnforcer) Verify(z *zone.Zone, members []zone.Container, r *zone.IsolationReport) {
+	attached, err := ke.k.Attached()
+	if err != nil {
+		r.Add("hooks attached", false, "%v", err)
+	} else {
+		r.Add("hooks attached", len(attached) > 0, "%d programs: %v", len(attached), attached)
+	}
+	want, err := ke.kernelPolicy(&z.Policy)
+	if err != nil {
+		r.Add("kernel policy", false, "%v", err)
+	} else if got, err := ke.k.PolicyOf(z.ID); err != nil {
+		r.Add("kernel policy", false, "read zone %d from the kernel: %v", z.ID, err)
+	} else if !got.Equal(want) {
+		r.Add("kernel policy", false, "the kernel holds %+v, the stored policy (generation %d) asks for %+v: run 'rauha zone reconcile'", got.Normalize(), z.Generation, want.Normalize())
+	} else {
+		r.Add("kernel policy", true, "kernel maps equal the stored policy (generation %d)", z.Generation)
+	}
+	regs, err := ke.k.Members()
+	if err != nil {
+		r.Add("members registered", false, "%v", err)
+	}
+	for _, m := range members {
+		if regs == nil {
+			break
+		}
+		name := "container " + m.ID + ": member"
+		if zid, ok := regs[m.CgroupID]; !ok {
+			r.Add(name, false, "cgroup id %d is not registered with the kernel", m.CgroupID)
+		} else if zid != z.ID {
+			r.Add(name, false, "cgroup id %d is registered in zone id %d, not %d", m.CgroupID, zid, z.ID)
+		} else {
+			r.Add(name, true, "cgroup id %d registered in zone id %d", m.CgroupID, zid)
+		}
+	}
+	if c, err := ke.k.Counters(z.ID); err != nil {
+		r.Add("events", false, "read counters: %v", err)
+	} else {
+		r.Add("events", c.Dropped == 0, "%d events dropped because the ring buffer was full", c.Dropped)
+	}
+}
+
+// capDenyMask is the bit set of every capability not in allowed.
+func capDenyMask(allowed []string) uint64 {
+	keep := map[string]bool{}
+	for _, n := range allowed {
+		if c, err := zone.CapabilityName(n); err == nil {
+			keep[c] = true
+		}
+	}
+	var mask uint64
+	for _, c := range capability.ListKnown() {
+		if !keep["CAP_"+strings.ToUpper(c.String())] && c < 64 {
+			mask |= 1 << uint(c)
+		}
+	}
+	return mask
+}
+
+// capabilityName names capability number n ("CAP_SYS_ADMIN").
+func capabilityName(n uint64) string {
+	for _, c := range capability.ListKnown() {
+		if uint64(c) == n {
+			return "CAP_" + strings.ToUpper(c.String())
+		}
+	}
+	return "capability " + strconv.FormatUint(n, 10)
+}

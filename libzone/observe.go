@@ -1,0 +1,136 @@
+package libzone
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rauha-runtime/rauha/bpf"
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// drainBatch bounds one drain: the ring buffer holds a few thousand events,
+// and a command must not stall behind a flood.
+const (
+	drainBatch    = 8192
+	drainDeadline = time.Second
+)
+
+// ControlCounters are one control's counters of a zone.
+type ControlCounters struct {
+	Control  string `json:"control"`
+	Checks   uint64 `json:"checks"`
+	Denies   uint64 `json:"denies"`
+	Observed uint64 `json:"observed"`
+}
+
+// ZoneStats is what "rauha zone stats" shows.
+type ZoneStats struct {
+	Zone     string            `json:"zone"`
+	Backend  string            `json:"backend"`
+	Controls []ControlCounters `json:"controls"`
+	// Dropped counts events lost because the kernel's ring buffer was full
+	// when they happened: they are counted, never silently gone.
+	Dropped uint64 `json:"dropped_events"`
+}
+
+// Drain moves the events waiting in the kernel into the per-zone event logs
+// under the state root. There is no daemon: every command that shows events
+// or verifies a zone drains first. It runs inside a store transaction, which
+// serialises drains (a consumed event is gone for every reader) and gives a
+// consistent view of zone ids and member cgroups to name the event's zone
+// and container.
+func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
+	return ke.store.Update(func(tx *zone.Tx) error {
+		evs, err := ke.k.DrainEvents(drainBatch, time.Now().Add(drainDeadline))
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		zones, err := tx.Zones()
+		if err != nil {
+			return err
+		}
+		names := map[uint32]string{}
+		for _, z := range zones {
+			names[z.ID] = z.Name
+		}
+		cs, err := tx.Containers()
+		if err != nil {
+			return err
+		}
+		members := map[uint64]string{}
+		for _, c := range cs {
+			members[c.CgroupID] = c.ID
+		}
+		byZone := map[string][]zone.Event{}
+		for _, ev := range evs {
+			ze := ke.zoneEvent(ev, names, members)
+			byZone[ze.Zone] = append(byZone[ze.Zone], ze)
+		}
+		for name, batch := range byZone {
+			if err := log.Append(name, batch...); err != nil {
+				return fmt.Errorf("record events of zone %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones map[uint32]string, members map[uint64]string) zone.Event {
+	name := zones[ev.Zone]
+	if name == "" {
+		// The zone was deleted since: keep the event under its id.
+		name = "zone-" + strconv.FormatUint(uint64(ev.Zone), 10)
+	}
+	ze := zone.Event{
+		Time:      ev.Time,
+		Zone:      name,
+		Container: members[ev.CgroupID],
+		Pid:       int(ev.Tgid),
+		Comm:      ev.Comm,
+		Control:   ev.Control.String(),
+		Decision:  zone.DecisionDeny,
+		Backend:   ke.Backend(),
+		TargetPid: int(ev.TargetPid),
+	}
+	if ev.Verdict == bpf.VerdictAudited {
+		ze.Decision = zone.DecisionAudit
+	}
+	if ev.TargetZone != 0 {
+		ze.TargetZone = zones[ev.TargetZone]
+	}
+	switch ev.Control {
+	case bpf.ControlEgress:
+		ze.Object = ev.Addr.String()
+	case bpf.ControlSignal:
+		ze.Object = fmt.Sprintf("signal %d to pid %d", ev.Arg, ev.TargetPid)
+	case bpf.ControlPtrace:
+		ze.Object = fmt.Sprintf("ptrace pid %d", ev.TargetPid)
+	case bpf.ControlCapability:
+		ze.Object = capabilityName(ev.Arg)
+	default:
+		ze.Object = ev.Path
+		if ze.Object == "" && ev.Ino != 0 {
+			ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
+		}
+	}
+	if ev.Errno != 0 {
+		ze.Object += " (" + ev.Errno.Error() + ")"
+	}
+	return ze
+}
+
+// Stats reads the zone's counters from the kernel.
+func (ke *kernelEnforcer) Stats(z *zone.Zone) (*ZoneStats, error) {
+	c, err := ke.k.Counters(z.ID)
+	if err != nil {
+		return nil, fmt.Errorf("zone %s: %w", z.Name, err)
+	}
+	s := &ZoneStats{Zone: z.Name, Backend: ke.Backend(), Dropped: c.Dropped}
+	for i := range bpf.NumControls {
+		s.Controls = append(s.Controls, ControlCounters{
+			Control: bpf.Control(i).String(), Checks: c.Checks[i], Denies: c.Denies[i], Observed: c.Observed[i],
+		})
+	}
+	return s, nil
+}

@@ -1,0 +1,120 @@
+package libzone
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// hostNamespaces are compared between a member's init and rauha itself
+// (which runs in the host's namespaces): a member that shares one of them
+// with the host is not isolated from it.
+var hostNamespaces = []string{"pid", "mnt", "net", "ipc", "uts"}
+
+// Verify builds the isolation report of a zone, or of one container when
+// container is not empty.
+func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, error) {
+	var (
+		z       *zone.Zone
+		members []zone.Container
+	)
+	err := e.store.View(func(tx *zone.Tx) error {
+		if container != "" {
+			rec, err := tx.Container(container)
+			if err != nil {
+				return fmt.Errorf("container %s: %w", container, err)
+			}
+			zoneName = rec.Zone
+			members = []zone.Container{*rec}
+		}
+		var err error
+		if z, err = tx.Zone(zoneName); err != nil {
+			return fmt.Errorf("zone %s: %w", zoneName, err)
+		}
+		if container == "" {
+			members, err = tx.Members(zoneName)
+		}
+		return err
+	})
+	if errors.Is(err, zone.ErrNotFound) {
+		return nil, fmt.Errorf("%w (see 'rauha zone list' and 'rauha list')", err)
+	} else if err != nil {
+		return nil, err
+	}
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	r := &zone.IsolationReport{Zone: z.Name, Container: container, Model: zone.ModelSyscallPolicy, Backend: enf.Backend()}
+	r.Add("zone recorded", true, "zone %s (kernel id %d, policy %s, generation %d)", z.Name, z.ID, z.PolicySource, z.Generation)
+	if un := enf.Unavailable(&z.Policy); len(un) > 0 {
+		r.Add("controls available", false, "not enforceable on this kernel with %s: %s", enf.Backend(), strings.Join(un, ", "))
+	} else {
+		r.Add("controls available", true, "every control of the policy is enforced by %s", enf.Backend())
+	}
+	for i := range members {
+		e.verifyMember(&members[i], r)
+	}
+	enf.Verify(z, members, r)
+	r.Finish()
+	return r, nil
+}
+
+// verifyMember checks what the engine itself guarantees for a member: its
+// cgroup is the one recorded, and its init does not share namespaces with
+// the host.
+func (e *Engine) verifyMember(m *zone.Container, r *zone.IsolationReport) {
+	name := "container " + m.ID
+	c, err := e.Load(m.ID)
+	if err != nil {
+		r.Add(name+": state", false, "%v", err)
+		return
+	}
+	st, err := c.State()
+	if err != nil {
+		r.Add(name+": state", false, "%v", err)
+		return
+	}
+	if st.Status == "stopped" {
+		r.Add(name+": state", true, "stopped: no process to confine")
+		return
+	}
+	r.Add(name+": state", true, "%s, init pid %d", st.Status, st.Pid)
+	dir := filepath.Join(unifiedMountpoint(), m.CgroupPath)
+	if fi, err := os.Stat(dir); err != nil {
+		r.Add(name+": cgroup", false, "%v", err)
+	} else if ino := inode(fi); ino != m.CgroupID {
+		r.Add(name+": cgroup", false, "%s has id %d, the zone registered %d", dir, ino, m.CgroupID)
+	} else {
+		r.Add(name+": cgroup", true, "%s (id %d)", dir, ino)
+	}
+	var shared []string
+	for _, ns := range hostNamespaces {
+		mine, err1 := os.Readlink("/proc/self/ns/" + ns)
+		theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(st.Pid) + "/ns/" + ns)
+		if err1 == nil && err2 == nil && mine == theirs {
+			shared = append(shared, ns)
+		}
+	}
+	if len(shared) > 0 {
+		r.Add(name+": namespaces", false, "shares the host's %s namespace(s)", strings.Join(shared, ", "))
+	} else {
+		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
+	}
+}
+
+// unifiedMountpoint is where the cgroup v2 hierarchy that defines zone
+// membership is mounted: /sys/fs/cgroup/unified on a hybrid host,
+// /sys/fs/cgroup on a cgroup2-only one.
+func unifiedMountpoint() string {
+	if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.procs"); err == nil {
+		return "/sys/fs/cgroup/unified"
+	}
+	return "/sys/fs/cgroup"
+}

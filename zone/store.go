@@ -1,0 +1,560 @@
+package zone
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// SchemaVersion is the layout of rauha.db this package reads and writes.
+const SchemaVersion = 1
+
+// DBName is the state database's file name under the runtime root.
+const DBName = "rauha.db"
+
+// DefaultLockTimeout bounds how long an operation waits for another rauha
+// process to release the database.
+const DefaultLockTimeout = 10 * time.Second
+
+// Keys of the meta bucket.
+const (
+	MetaSchemaVersion         = "schema_version"
+	MetaBootID                = "boot_id"
+	MetaEnforcementGeneration = "enforcement_generation"
+)
+
+var (
+	bucketMeta       = []byte("meta")
+	bucketZones      = []byte("zones")
+	bucketContainers = []byte("containers")
+)
+
+// ErrNotFound is wrapped by lookups of zones and containers that do not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrLocked is wrapped when another process held the database for longer than
+// the lock timeout.
+var ErrLocked = errors.New("state database is locked")
+
+// Zone is a zone record.
+type Zone struct {
+	Name string `json:"name"`
+	// ID is the zone's number in kernel maps: > 0, unique, allocated by
+	// PutZone and never reused, so a stale kernel entry cannot be mistaken
+	// for a new zone.
+	ID           uint32 `json:"id"`
+	Policy       Policy `json:"policy"`
+	PolicySource string `json:"policy_source"` // "preset:NAME" or "file:PATH", see LoadPolicy
+	// Implicit zones were created for one container and are removed with it.
+	Implicit bool `json:"implicit"`
+	// Generation is bumped by PutZone on every policy change.
+	Generation uint64    `json:"generation"`
+	Created    time.Time `json:"created"`
+}
+
+// Container is a container record.
+type Container struct {
+	ID         string    `json:"id"`
+	Zone       string    `json:"zone"`
+	Bundle     string    `json:"bundle"`
+	CgroupPath string    `json:"cgroup_path"`
+	CgroupID   uint64    `json:"cgroup_id"`
+	Pid        int       `json:"pid"`
+	Status     string    `json:"status"`
+	Created    time.Time `json:"created"`
+}
+
+// Store is the bbolt state database at <root>/rauha.db. There is no daemon and
+// many rauha processes run at once, so every Update or View opens the file,
+// runs one short transaction and closes it again: never keep a transaction
+// open across a container start.
+type Store struct {
+	root    string
+	timeout time.Duration
+	// mu queues this process's goroutines in memory, so that only one of
+	// them at a time waits in the kernel for the root lock.
+	mu sync.Mutex
+}
+
+// OpenStore returns the store for a runtime root. It does not touch the file
+// system.
+func OpenStore(root string) *Store {
+	return &Store{root: root, timeout: DefaultLockTimeout}
+}
+
+// WithLockTimeout returns a store for the same root that waits at most d for
+// the database lock.
+func (s *Store) WithLockTimeout(d time.Duration) *Store {
+	return &Store{root: s.root, timeout: d}
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return filepath.Join(s.root, DBName) }
+
+// Update runs fn in one read-write transaction, creating the root directory
+// (0700) and the database if needed. The transaction commits if fn returns nil.
+func (s *Store) Update(fn func(tx *Tx) error) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.MkdirAll(s.root, 0o700); err != nil {
+		return fmt.Errorf("create runtime root: %w", err)
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	db, err := s.open(false)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close state database %s: %w", s.Path(), cerr)
+		}
+	}()
+	return db.Update(func(btx *bolt.Tx) error {
+		if err := s.prepare(btx); err != nil {
+			return err
+		}
+		return fn(&Tx{tx: btx, writable: true})
+	})
+}
+
+// View runs fn in one read-only transaction. When the database does not exist
+// yet it creates nothing: fn sees an empty store.
+func (s *Store) View(fn func(tx *Tx) error) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := os.Stat(s.Path()); errors.Is(err, fs.ErrNotExist) {
+		return fn(&Tx{})
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Under the lock a zero-size file can only be left by an Update that
+	// died between creating and initialising it; it holds nothing, and a
+	// read-only bbolt open would fail on it.
+	info, err := os.Stat(s.Path())
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && info.Size() == 0) {
+		return fn(&Tx{})
+	}
+	if err != nil {
+		return fmt.Errorf("state database: %w", err)
+	}
+	db, err := s.open(true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close state database %s: %w", s.Path(), cerr)
+		}
+	}()
+	return db.View(func(btx *bolt.Tx) error {
+		if err := s.checkSchema(btx); err != nil {
+			return err
+		}
+		return fn(&Tx{tx: btx})
+	})
+}
+
+// lock takes an exclusive flock on the root directory for one transaction;
+// the returned function releases it.
+//
+// bbolt's own file lock is not enough across processes: it polls every 50 ms,
+// and readers share it, so a steady stream of overlapping readers (a shim
+// polling `state`) keeps every writer out until it times out. Here readers and
+// writers queue in the kernel for one exclusive lock and are woken as soon as
+// it is free; transactions are short, so serialising reads costs little. The
+// directory is locked rather than a lock file so that View creates no file.
+func (s *Store) lock() (func(), error) {
+	fd, err := unix.Open(s.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open runtime root %s: %w", s.root, err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- flock(fd, unix.LOCK_EX) }()
+	timer := time.NewTimer(s.timeout)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("lock runtime root %s: %w", s.root, err)
+		}
+		return func() { unix.Close(fd) }, nil
+	case <-timer.C:
+		holders := lockHolders(s.root)
+		// A blocked flock cannot be cancelled: let it finish in the
+		// background and drop the lock as soon as it is granted.
+		go func() {
+			<-got
+			unix.Close(fd)
+		}()
+		return nil, fmt.Errorf("%w: %s (lock on %s) is held by %s for more than %s; retry when it has finished",
+			ErrLocked, s.Path(), s.root, holders, s.timeout)
+	}
+}
+
+// flock is a blocking flock that survives signals.
+func flock(fd, how int) error {
+	for {
+		if err := unix.Flock(fd, how); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+func (s *Store) open(readOnly bool) (*bolt.DB, error) {
+	db, err := bolt.Open(s.Path(), 0o600, &bolt.Options{Timeout: s.timeout, ReadOnly: readOnly})
+	if errors.Is(err, bolt.ErrTimeout) {
+		// Every rauha process takes the root lock first, so the holder is
+		// some other program with the database open.
+		return nil, fmt.Errorf("%w: %s is held by %s for more than %s; retry when it has finished",
+			ErrLocked, s.Path(), lockHolders(s.Path()), s.timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", s.Path(), err)
+	}
+	return db, nil
+}
+
+// prepare creates the buckets of a new database and refuses one written by a
+// newer rauha.
+func (s *Store) prepare(btx *bolt.Tx) error {
+	if err := s.checkSchema(btx); err != nil {
+		return err
+	}
+	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers} {
+		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s in %s: %w", name, s.Path(), err)
+		}
+	}
+	meta := btx.Bucket(bucketMeta)
+	if meta.Get([]byte(MetaSchemaVersion)) == nil {
+		return meta.Put([]byte(MetaSchemaVersion), []byte(strconv.Itoa(SchemaVersion)))
+	}
+	return nil
+}
+
+func (s *Store) checkSchema(btx *bolt.Tx) error {
+	meta := btx.Bucket(bucketMeta)
+	if meta == nil {
+		return nil
+	}
+	raw := meta.Get([]byte(MetaSchemaVersion))
+	if raw == nil {
+		return nil
+	}
+	v, err := strconv.Atoi(string(raw))
+	if err != nil || v < 1 {
+		return fmt.Errorf("state database %s has an unreadable schema version %q; it was not written by rauha", s.Path(), raw)
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("state database %s has schema version %d, but this rauha understands only up to %d: use the newer rauha binary that wrote it, or a different --root", s.Path(), v, SchemaVersion)
+	}
+	return nil
+}
+
+// lockHolders names the processes holding a lock on path, from /proc/locks,
+// so a lock timeout says whom the caller waited for.
+func lockHolders(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "another process"
+	}
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return "another process"
+	}
+	// /proc/locks lines: "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF";
+	// waiters have a "->" after the number and are not holders.
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	var holders []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] == "->" || f[5] != want {
+			continue
+		}
+		pid := f[4]
+		desc := "pid " + pid
+		if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err == nil {
+			desc += " (" + strings.TrimSpace(string(comm)) + ")"
+		}
+		holders = append(holders, desc)
+	}
+	if len(holders) == 0 {
+		return "another process"
+	}
+	return strings.Join(holders, ", ")
+}
+
+// Tx is one transaction. A Tx from View on a database that does not exist has
+// no bbolt transaction and reads as empty.
+type Tx struct {
+	tx       *bolt.Tx
+	writable bool
+}
+
+func (tx *Tx) bucket(name []byte) *bolt.Bucket {
+	if tx.tx == nil {
+		return nil
+	}
+	return tx.tx.Bucket(name)
+}
+
+func (tx *Tx) writableBucket(name []byte) (*bolt.Bucket, error) {
+	if !tx.writable {
+		return nil, errors.New("state database: write in a read-only transaction (use Store.Update)")
+	}
+	return tx.tx.Bucket(name), nil
+}
+
+// Zone returns the named zone; the error wraps ErrNotFound if there is none.
+func (tx *Tx) Zone(name string) (*Zone, error) {
+	var z Zone
+	if err := get(tx.bucket(bucketZones), "zone", name, &z); err != nil {
+		return nil, err
+	}
+	return &z, nil
+}
+
+// PutZone stores z, updating z in place with what the store decides:
+//   - a new zone gets the next unused kernel ID (if z.ID is 0), Generation 1
+//     and Created now (if zero);
+//   - an existing zone keeps its ID (a different non-zero z.ID is an error:
+//     kernel maps are keyed by it) and Created, and its Generation is bumped
+//     when the policy's digest changed.
+//
+// The name and the policy are validated first.
+func (tx *Tx) PutZone(z *Zone) error {
+	b, err := tx.writableBucket(bucketZones)
+	if err != nil {
+		return err
+	}
+	if err := ValidateName("zone name", z.Name); err != nil {
+		return err
+	}
+	if err := z.Policy.Validate(); err != nil {
+		return fmt.Errorf("zone %q: invalid policy: %w", z.Name, err)
+	}
+	old, err := tx.Zone(z.Name)
+	switch {
+	case err == nil:
+		if z.ID != 0 && z.ID != old.ID {
+			return fmt.Errorf("zone %q: cannot change kernel id %d to %d; delete and recreate the zone instead", z.Name, old.ID, z.ID)
+		}
+		z.ID, z.Created, z.Generation = old.ID, old.Created, old.Generation
+		if old.Policy.Digest() != z.Policy.Digest() {
+			z.Generation++
+		}
+	case errors.Is(err, ErrNotFound):
+		if err := tx.assignZoneID(b, z); err != nil {
+			return err
+		}
+		z.Generation = max(z.Generation, 1)
+		if z.Created.IsZero() {
+			z.Created = time.Now().UTC()
+		}
+	default:
+		return err
+	}
+	return put(b, "zone", z.Name, z)
+}
+
+func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
+	used, err := tx.zoneIDs()
+	if err != nil {
+		return err
+	}
+	if z.ID != 0 {
+		if owner, taken := used[z.ID]; taken {
+			return fmt.Errorf("zone %q: kernel id %d already belongs to zone %q", z.Name, z.ID, owner)
+		}
+		return nil
+	}
+	for {
+		seq, err := b.NextSequence()
+		if err != nil {
+			return fmt.Errorf("allocate zone id: %w", err)
+		}
+		if seq > math.MaxUint32 {
+			return fmt.Errorf("allocate zone id: all %d kernel zone ids have been used; reset the runtime root", uint64(math.MaxUint32))
+		}
+		if _, taken := used[uint32(seq)]; !taken {
+			z.ID = uint32(seq)
+			return nil
+		}
+	}
+}
+
+func (tx *Tx) zoneIDs() (map[uint32]string, error) {
+	zones, err := tx.Zones()
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[uint32]string, len(zones))
+	for _, z := range zones {
+		ids[z.ID] = z.Name
+	}
+	return ids, nil
+}
+
+// DeleteZone removes a zone that has no member containers.
+func (tx *Tx) DeleteZone(name string) error {
+	b, err := tx.writableBucket(bucketZones)
+	if err != nil {
+		return err
+	}
+	if b.Get([]byte(name)) == nil {
+		return fmt.Errorf("zone %q: %w", name, ErrNotFound)
+	}
+	members, err := tx.Members(name)
+	if err != nil {
+		return err
+	}
+	if len(members) > 0 {
+		ids := make([]string, len(members))
+		for i, c := range members {
+			ids[i] = c.ID
+		}
+		return fmt.Errorf("zone %q still has %d member container(s) (%s); delete them first", name, len(members), strings.Join(ids, ", "))
+	}
+	return b.Delete([]byte(name))
+}
+
+// Zones returns all zones sorted by name.
+func (tx *Tx) Zones() ([]Zone, error) {
+	return list[Zone](tx.bucket(bucketZones), "zone", nil)
+}
+
+// Container returns a container record; the error wraps ErrNotFound if there
+// is none.
+func (tx *Tx) Container(id string) (*Container, error) {
+	var c Container
+	if err := get(tx.bucket(bucketContainers), "container", id, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutContainer stores c. Its zone must already be stored (the zone is written
+// before the container is created); Created is set to now if zero.
+func (tx *Tx) PutContainer(c *Container) error {
+	b, err := tx.writableBucket(bucketContainers)
+	if err != nil {
+		return err
+	}
+	if err := ValidateName("container id", c.ID); err != nil {
+		return err
+	}
+	if _, err := tx.Zone(c.Zone); err != nil {
+		return fmt.Errorf("container %q: %w (store the zone before its containers)", c.ID, err)
+	}
+	if c.Created.IsZero() {
+		c.Created = time.Now().UTC()
+	}
+	return put(b, "container", c.ID, c)
+}
+
+// DeleteContainer removes a container record.
+func (tx *Tx) DeleteContainer(id string) error {
+	b, err := tx.writableBucket(bucketContainers)
+	if err != nil {
+		return err
+	}
+	if b.Get([]byte(id)) == nil {
+		return fmt.Errorf("container %q: %w", id, ErrNotFound)
+	}
+	return b.Delete([]byte(id))
+}
+
+// Containers returns all containers sorted by id.
+func (tx *Tx) Containers() ([]Container, error) {
+	return list[Container](tx.bucket(bucketContainers), "container", nil)
+}
+
+// Members returns the containers of a zone sorted by id.
+func (tx *Tx) Members(zone string) ([]Container, error) {
+	return list(tx.bucket(bucketContainers), "container", func(c *Container) bool { return c.Zone == zone })
+}
+
+// Meta returns a meta value, "" if it was never set.
+func (tx *Tx) Meta(key string) (string, error) {
+	b := tx.bucket(bucketMeta)
+	if b == nil {
+		return "", nil
+	}
+	return string(b.Get([]byte(key))), nil
+}
+
+// SetMeta sets a meta value. The schema version belongs to the store.
+func (tx *Tx) SetMeta(key, value string) error {
+	b, err := tx.writableBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if key == MetaSchemaVersion || key == "" {
+		return fmt.Errorf("meta key %q cannot be set", key)
+	}
+	return b.Put([]byte(key), []byte(value))
+}
+
+func get(b *bolt.Bucket, kind, key string, v any) error {
+	var raw []byte
+	if b != nil {
+		raw = b.Get([]byte(key))
+	}
+	if raw == nil {
+		return fmt.Errorf("%s %q: %w", kind, key, ErrNotFound)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s %q: corrupt record in state database: %w", kind, key, err)
+	}
+	return nil
+}
+
+func put(b *bolt.Bucket, kind, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s %q: encode record: %w", kind, key, err)
+	}
+	if err := b.Put([]byte(key), raw); err != nil {
+		return fmt.Errorf("%s %q: write record: %w", kind, key, err)
+	}
+	return nil
+}
+
+// list decodes every record of a bucket in key order, keeping those keep
+// accepts (all when keep is nil).
+func list[T any](b *bolt.Bucket, kind string, keep func(*T) bool) ([]T, error) {
+	var out []T
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("%s %q: corrupt record in state database: %w", kind, k, err)
+		}
+		if keep == nil || keep(&v) {
+			out = append(out, v)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,544 @@
+package zone
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as a concurrent store writer for the multi-process
+// test: re-executed with helperEnv set, it runs storeWriter instead of tests.
+const helperEnv = "RAUHA_ZONE_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "store-writer":
+		if err := storeWriter(os.Args[1], os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "event-writer":
+		if err := eventWriter(os.Args[1], os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
+		os.Exit(2)
+	}
+}
+
+func runHelper(t *testing.T, kind string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), helperEnv+"="+kind)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// storeWriter adds n containers (and a zone per writer) in separate Updates,
+// each a read-modify-write of a shared counter so that lost updates show.
+func storeWriter(root, prefix, count string) error {
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		return err
+	}
+	s := OpenStore(root).WithLockTimeout(time.Minute)
+	return writeRecords(s, prefix, n)
+}
+
+func writeRecords(s *Store, prefix string, n int) error {
+	if err := s.Update(func(tx *Tx) error {
+		return tx.PutZone(&Zone{Name: prefix, Policy: *mustPreset("standard")})
+	}); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		err := s.Update(func(tx *Tx) error {
+			v, err := tx.Meta("counter")
+			if err != nil {
+				return err
+			}
+			c, _ := strconv.Atoi(v)
+			if err := tx.SetMeta("counter", strconv.Itoa(c+1)); err != nil {
+				return err
+			}
+			return tx.PutContainer(&Container{ID: fmt.Sprintf("%s-%d", prefix, i), Zone: prefix, Status: "created"})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mustPreset(name string) *Policy {
+	p, err := Preset(name)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func TestStoreZonesAndContainers(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	s := OpenStore(root)
+	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("OpenStore touched the file system")
+	}
+	var web, db Zone
+	err := s.Update(func(tx *Tx) error {
+		web = Zone{Name: "web", Policy: *mustPreset("standard"), PolicySource: "preset:standard", Implicit: true}
+		db = Zone{Name: "db", Policy: *mustPreset("strict"), PolicySource: "preset:strict"}
+		if err := tx.PutZone(&web); err != nil {
+			return err
+		}
+		if err := tx.PutZone(&db); err != nil {
+			return err
+		}
+		return tx.PutContainer(&Container{ID: "c1", Zone: "web", Bundle: "/b", CgroupPath: "/rauha/c1", CgroupID: 42, Pid: 7, Status: "created"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if web.ID == 0 || db.ID == 0 || web.ID == db.ID {
+		t.Fatalf("zone ids not allocated uniquely: %d %d", web.ID, db.ID)
+	}
+	if web.Generation != 1 || web.Created.IsZero() {
+		t.Fatalf("new zone: generation %d created %v", web.Generation, web.Created)
+	}
+	st, err := os.Stat(root)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("root dir: %v %v", st.Mode(), err)
+	}
+	st, err = os.Stat(s.Path())
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("db file: %v %v", st, err)
+	}
+
+	err = s.View(func(tx *Tx) error {
+		z, err := tx.Zone("web")
+		if err != nil {
+			return err
+		}
+		if z.ID != web.ID || !z.Implicit || z.PolicySource != "preset:standard" || !z.Policy.Equal(mustPreset("standard")) || !z.Created.Equal(web.Created) {
+			return fmt.Errorf("zone read back as %+v", z)
+		}
+		zones, err := tx.Zones()
+		if err != nil || len(zones) != 2 || zones[0].Name != "db" || zones[1].Name != "web" {
+			return fmt.Errorf("Zones = %v, %v", zones, err)
+		}
+		c, err := tx.Container("c1")
+		if err != nil || c.CgroupID != 42 || c.Zone != "web" || c.Pid != 7 || c.Created.IsZero() {
+			return fmt.Errorf("container = %+v, %v", c, err)
+		}
+		m, err := tx.Members("web")
+		if err != nil || len(m) != 1 {
+			return fmt.Errorf("Members(web) = %v, %v", m, err)
+		}
+		if m, err := tx.Members("db"); err != nil || len(m) != 0 {
+			return fmt.Errorf("Members(db) = %v, %v", m, err)
+		}
+		if _, err := tx.Zone("nope"); !errors.Is(err, ErrNotFound) || err.Error() != `zone "nope": not found` {
+			return fmt.Errorf("missing zone error = %v", err)
+		}
+		if _, err := tx.Container("nope"); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("missing container error = %v", err)
+		}
+		if err := tx.PutZone(&Zone{Name: "x", Policy: *mustPreset("strict")}); err == nil {
+			return errors.New("PutZone worked in a read-only transaction")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Policy changes bump the generation; rewriting the same policy does not.
+	err = s.Update(func(tx *Tx) error {
+		same := Zone{Name: "web", Policy: *mustPreset("standard")}
+		if err := tx.PutZone(&same); err != nil {
+			return err
+		}
+		if same.Generation != 1 || same.ID != web.ID || !same.Created.Equal(web.Created) {
+			return fmt.Errorf("unchanged policy: %+v", same)
+		}
+		changed := Zone{Name: "web", Policy: *mustPreset("strict")}
+		if err := tx.PutZone(&changed); err != nil {
+			return err
+		}
+		if changed.Generation != 2 || changed.ID != web.ID {
+			return fmt.Errorf("changed policy: %+v", changed)
+		}
+		moved := Zone{Name: "web", ID: web.ID + 100, Policy: *mustPreset("strict")}
+		if err := tx.PutZone(&moved); err == nil {
+			return errors.New("PutZone changed a zone's kernel id")
+		}
+		clash := Zone{Name: "other", ID: db.ID, Policy: *mustPreset("strict")}
+		if err := tx.PutZone(&clash); err == nil || !strings.Contains(err.Error(), `already belongs to zone "db"`) {
+			return fmt.Errorf("duplicate id error = %v", err)
+		}
+		if err := tx.PutZone(&Zone{Name: "../x", Policy: *mustPreset("strict")}); err == nil {
+			return errors.New("PutZone accepted a bad name")
+		}
+		if err := tx.PutZone(&Zone{Name: "y"}); err == nil || !strings.Contains(err.Error(), "invalid policy") {
+			return fmt.Errorf("invalid policy error = %v", err)
+		}
+		if err := tx.PutContainer(&Container{ID: "c2", Zone: "ghost"}); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("container in a missing zone: %v", err)
+		}
+		if err := tx.PutContainer(&Container{ID: "a/b", Zone: "web"}); err == nil {
+			return errors.New("PutContainer accepted a bad id")
+		}
+		if err := tx.DeleteZone("web"); err == nil || !strings.Contains(err.Error(), "c1") {
+			return fmt.Errorf("deleting a zone with members: %v", err)
+		}
+		if err := tx.DeleteContainer("c1"); err != nil {
+			return err
+		}
+		if err := tx.DeleteContainer("c1"); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("second delete: %v", err)
+		}
+		if err := tx.DeleteZone("web"); err != nil {
+			return err
+		}
+		if err := tx.DeleteZone("web"); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("second zone delete: %v", err)
+		}
+		// IDs are never reused, so stale kernel entries cannot name a new zone.
+		again := Zone{Name: "web", Policy: *mustPreset("standard")}
+		if err := tx.PutZone(&again); err != nil {
+			return err
+		}
+		if again.ID == web.ID || again.ID == db.ID {
+			return fmt.Errorf("zone id %d reused", again.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStoreUpdateRollsBack(t *testing.T) {
+	s := OpenStore(t.TempDir())
+	boom := errors.New("boom")
+	err := s.Update(func(tx *Tx) error {
+		if err := tx.PutZone(&Zone{Name: "z", Policy: *mustPreset("strict")}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update error = %v", err)
+	}
+	err = s.View(func(tx *Tx) error {
+		if _, err := tx.Zone("z"); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("failed transaction was committed: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStoreMeta(t *testing.T) {
+	s := OpenStore(t.TempDir())
+	err := s.Update(func(tx *Tx) error {
+		if v, err := tx.Meta(MetaSchemaVersion); err != nil || v != "1" {
+			return fmt.Errorf("schema version %q, %v", v, err)
+		}
+		if v, err := tx.Meta(MetaBootID); err != nil || v != "" {
+			return fmt.Errorf("unset meta = %q, %v", v, err)
+		}
+		if err := tx.SetMeta(MetaSchemaVersion, "9"); err == nil {
+			return errors.New("SetMeta changed the schema version")
+		}
+		if err := tx.SetMeta(MetaBootID, "abc"); err != nil {
+			return err
+		}
+		return tx.SetMeta(MetaEnforcementGeneration, "3")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(func(tx *Tx) error {
+		if v, _ := tx.Meta(MetaBootID); v != "abc" {
+			return fmt.Errorf("boot id = %q", v)
+		}
+		if v, _ := tx.Meta(MetaEnforcementGeneration); v != "3" {
+			return fmt.Errorf("generation = %q", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// `rauha list` on a fresh root must not write anything.
+func TestStoreViewMissingCreatesNothing(t *testing.T) {
+	for _, sub := range []string{"missing-root", ""} {
+		root := filepath.Join(t.TempDir(), sub)
+		s := OpenStore(root)
+		err := s.View(func(tx *Tx) error {
+			zones, err := tx.Zones()
+			if err != nil || len(zones) != 0 {
+				return fmt.Errorf("Zones = %v, %v", zones, err)
+			}
+			cs, err := tx.Containers()
+			if err != nil || len(cs) != 0 {
+				return fmt.Errorf("Containers = %v, %v", cs, err)
+			}
+			if m, err := tx.Members("x"); err != nil || len(m) != 0 {
+				return fmt.Errorf("Members = %v, %v", m, err)
+			}
+			if _, err := tx.Zone("x"); !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("Zone = %v", err)
+			}
+			if _, err := tx.Container("x"); !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("Container = %v", err)
+			}
+			if v, err := tx.Meta(MetaBootID); v != "" || err != nil {
+				return fmt.Errorf("Meta = %q, %v", v, err)
+			}
+			if err := tx.SetMeta("k", "v"); err == nil {
+				return errors.New("SetMeta in View succeeded")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sub != "" {
+			if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("View created %s", root)
+			}
+		} else if entries, _ := os.ReadDir(root); len(entries) != 0 {
+			t.Fatalf("View created files: %v", entries)
+		}
+	}
+}
+
+// A zero-length file is what a concurrent first Update leaves for an instant.
+func TestStoreViewEmptyFile(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, DBName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := OpenStore(root).View(func(tx *Tx) error { _, err := tx.Zones(); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStoreRefusesNewerSchema(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, DBName)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(MetaSchemaVersion), []byte("2"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	want := fmt.Sprintf("state database %s has schema version 2, but this rauha understands only up to 1: use the newer rauha binary that wrote it, or a different --root", path)
+	s := OpenStore(root)
+	err = s.View(func(*Tx) error { return errors.New("fn ran") })
+	if err == nil || err.Error() != want {
+		t.Fatalf("View error = %v", err)
+	}
+	err = s.Update(func(*Tx) error { return errors.New("fn ran") })
+	if err == nil || err.Error() != want {
+		t.Fatalf("Update error = %v", err)
+	}
+}
+
+func TestStoreLockTimeout(t *testing.T) {
+	root := t.TempDir()
+	s := OpenStore(root)
+	if err := s.Update(func(*Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	short := s.WithLockTimeout(200 * time.Millisecond)
+	// Hold the root lock the way another rauha process would, then bbolt's
+	// file lock the way another program with the database open would.
+	for _, held := range []string{root, s.Path()} {
+		f, err := os.Open(held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		for name, op := range map[string]func(func(*Tx) error) error{"Update": short.Update, "View": short.View} {
+			start := time.Now()
+			err := op(func(*Tx) error { return nil })
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("%s with %s locked: error = %v, want ErrLocked", name, held, err)
+			}
+			if waited := time.Since(start); waited < 100*time.Millisecond || waited > 5*time.Second {
+				t.Fatalf("%s waited %v for a 200ms timeout", name, waited)
+			}
+			msg := err.Error()
+			wantHolder := fmt.Sprintf("pid %d (", os.Getpid())
+			if !strings.Contains(msg, s.Path()) || !strings.Contains(msg, wantHolder) || !strings.Contains(msg, "retry") || strings.Contains(msg, "timeout") {
+				t.Fatalf("%s error %q must name the file, the holder (%s...) and say to retry, without a bare timeout", name, msg, wantHolder)
+			}
+		}
+		f.Close() // releases the lock
+		if err := short.View(func(*Tx) error { return nil }); err != nil {
+			t.Fatalf("after unlock: %v", err)
+		}
+	}
+}
+
+func checkRecords(t *testing.T, s *Store, prefixes []string, n int) {
+	t.Helper()
+	err := s.View(func(tx *Tx) error {
+		cs, err := tx.Containers()
+		if err != nil {
+			return err
+		}
+		if len(cs) != len(prefixes)*n {
+			return fmt.Errorf("%d containers, want %d", len(cs), len(prefixes)*n)
+		}
+		v, _ := tx.Meta("counter")
+		if v != strconv.Itoa(len(prefixes)*n) {
+			return fmt.Errorf("counter = %s, want %d: updates were lost", v, len(prefixes)*n)
+		}
+		zones, err := tx.Zones()
+		if err != nil {
+			return err
+		}
+		ids := map[uint32]bool{}
+		for _, z := range zones {
+			if ids[z.ID] {
+				return fmt.Errorf("zone id %d allocated twice", z.ID)
+			}
+			ids[z.ID] = true
+		}
+		if len(zones) != len(prefixes) {
+			return fmt.Errorf("%d zones, want %d", len(zones), len(prefixes))
+		}
+		for _, p := range prefixes {
+			m, err := tx.Members(p)
+			if err != nil || len(m) != n {
+				return fmt.Errorf("zone %s has %d members (%v), want %d", p, len(m), err, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStoreConcurrentGoroutines(t *testing.T) {
+	root := t.TempDir()
+	const goroutines, n = 16, 10
+	var prefixes []string
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*goroutines)
+	for g := 0; g < goroutines; g++ {
+		prefix := fmt.Sprintf("g%d", g)
+		prefixes = append(prefixes, prefix)
+		// Half share a Store, half bring their own, as separate commands
+		// in one process would: both must serialize.
+		s := OpenStore(root)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- writeRecords(s, prefix, n)
+		}()
+	}
+	shared := OpenStore(root)
+	for g := 0; g < goroutines; g++ {
+		prefix := fmt.Sprintf("s%d", g)
+		prefixes = append(prefixes, prefix)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- writeRecords(shared, prefix, n)
+		}()
+	}
+	// Readers run alongside the writers.
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := OpenStore(root).View(func(tx *Tx) error { _, err := tx.Containers(); return err }); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Millisecond) // a process polling state, not a spin
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRecords(t, OpenStore(root), prefixes, n)
+}
+
+func TestStoreConcurrentProcesses(t *testing.T) {
+	root := t.TempDir()
+	const procs, n = 4, 15
+	var cmds []*exec.Cmd
+	var prefixes []string
+	for p := 0; p < procs; p++ {
+		prefix := fmt.Sprintf("p%d", p)
+		prefixes = append(prefixes, prefix)
+		cmds = append(cmds, runHelper(t, "store-writer", root, prefix, strconv.Itoa(n)))
+	}
+	// This process writes at the same time.
+	prefixes = append(prefixes, "self")
+	if err := writeRecords(OpenStore(root).WithLockTimeout(time.Minute), "self", n); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("writer process: %v", err)
+		}
+	}
+	checkRecords(t, OpenStore(root), prefixes, n)
+}
