@@ -9,7 +9,7 @@ COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT)
 BUILDTAGS ?= seccomp
 
-.PHONY: build install generate test integration test-all demo bench clean
+.PHONY: build install generate test integration test-vm test-all demo clean
 
 build:
 	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS)" -o rauha .
@@ -26,14 +26,15 @@ test:
 integration: build
 	bats --jobs 1 --timing tests/bats
 
+# The bpf-lsm backend in QEMU guests (this host refuses LSM programs).
+test-vm:
+	bpf/vmtest.sh 6.1 6.12 sid nobpf
+
 test-all:
 	./scripts/test-all.sh
 
 demo:
 	./scripts/demo.sh
-
-bench: build
-	./scripts/bench.sh
 
 clean:
 	rm -f rauha

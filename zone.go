@@ -31,6 +31,7 @@ var zoneCommand = &cli.Command{
 		zoneVerifyCommand,
 		zoneEventsCommand,
 		zoneStatsCommand,
+		zoneReconcileCommand,
 	},
 }
 
@@ -366,4 +367,23 @@ func permuteZoneArgs(args []string) []string {
 		}
 	}
 	return append(append(head, flags...), rest...)
+}
+
+var zoneReconcileCommand = &cli.Command{
+	Name:  "reconcile",
+	Usage: "repair kernel and state after a crash or reboot: the zone database is the truth",
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 0, exactArgs); err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		fixed, err := e.Reconcile()
+		for _, f := range fixed {
+			fmt.Println(f)
+		}
+		return err
+	},
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/moby/sys/capability"
+	"github.com/sirupsen/logrus"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -62,7 +63,28 @@ func (e *Engine) enforcer() (Enforcer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zone enforcement: %w", err)
 	}
-	return &kernelEnforcer{k: k, store: e.store}, nil
+	ke := &kernelEnforcer{k: k, store: e.store}
+	if !known {
+		// Fresh pins under an existing store mean the kernel lost its state
+		// (a reboot, or someone removed the pins): restore every zone and
+		// member before anything else happens.
+		var zones []zone.Zone
+		if err := e.store.View(func(tx *zone.Tx) (err error) { zones, err = tx.Zones(); return err }); err != nil {
+			k.Close()
+			return nil, err
+		}
+		if len(zones) > 0 {
+			fixed, err := e.reconcile(ke)
+			for _, f := range fixed {
+				logrus.Infof("kernel state restored: %s", f)
+			}
+			if err != nil {
+				k.Close()
+				return nil, fmt.Errorf("restore zones after the kernel lost its state: %w", err)
+			}
+		}
+	}
+	return ke, nil
 }
 
 func (ke *kernelEnforcer) Backend() string {
@@ -343,3 +365,47 @@ func capabilityName(n uint64) string {
 	}
 	return "capability " + strconv.FormatUint(n, 10)
 }
+
+// Prune removes kernel entries no record owns: member cgroups not in live
+// (cgroup id → zone id) and zone policies not in zones.
+func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) ([]string, error) {
+	var fixed []string
+	var errs []error
+	members, err := ke.k.Members()
+	if err != nil {
+		return nil, err
+	}
+	for cgid, zid := range members {
+		if want, ok := live[cgid]; ok && want == zid {
+			continue
+		}
+		if _, ok := live[cgid]; ok {
+			continue // re-joined under another zone id: Join reported it
+		}
+		if err := ke.k.RemoveMember("", cgid); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fixed = append(fixed, fmt.Sprintf("removed cgroup %d from zone id %d: no container owns it", cgid, zid))
+	}
+	for id := uint32(1); id < bpf.MaxZones; id++ {
+		if zones[id] {
+			continue
+		}
+		if _, err := ke.k.PolicyOf(id); errors.Is(err, bpf.ErrNoPolicy) {
+			continue
+		} else if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := ke.k.DeletePolicy(id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fixed = append(fixed, fmt.Sprintf("removed the policy of zone id %d: no zone has that id", id))
+	}
+	return fixed, errors.Join(errs...)
+}
+
+// Uninstall detaches and unpins every program and map of this root.
+func (ke *kernelEnforcer) Uninstall() error { return ke.k.Remove() }

@@ -41,6 +41,11 @@ type Enforcer interface {
 	Drain(log *zone.EventLog) error
 	// Stats reads a zone's per-control counters.
 	Stats(z *zone.Zone) (*ZoneStats, error)
+	// Prune removes kernel entries that no record owns: members not in live
+	// (cgroup id → zone id) and policies of zone ids not in zones.
+	Prune(live map[uint64]uint32, zones map[uint32]bool) ([]string, error)
+	// Uninstall removes every program and map of this root from the kernel.
+	Uninstall() error
 	// Close releases what this process holds; the kernel state stays.
 	Close() error
 }

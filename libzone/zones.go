@@ -33,7 +33,7 @@ func (e *Engine) Zones() ([]ZoneInfo, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, ZoneInfo{Zone: z, Members: nonNil(m)})
+			out = append(out, ZoneInfo{Zone: z, Members: e.withLiveStatus(m)})
 		}
 		return nil
 	})
@@ -58,7 +58,7 @@ func (e *Engine) Zone(name string) (*ZoneInfo, error) {
 		if err != nil {
 			return err
 		}
-		out = &ZoneInfo{Zone: *z, Members: nonNil(m)}
+		out = &ZoneInfo{Zone: *z, Members: e.withLiveStatus(m)}
 		return nil
 	})
 	if errors.Is(err, zone.ErrNotFound) {
@@ -264,4 +264,20 @@ func (e *Engine) FollowEvents(ctx context.Context, name string, since time.Time,
 		}
 	}()
 	return log.Follow(ctx, name, since, fn)
+}
+
+// withLiveStatus replaces each member's recorded status (how far its create
+// got) with its status now, as "rauha state" reports it.
+func (e *Engine) withLiveStatus(members []zone.Container) []zone.Container {
+	for i := range members {
+		c, err := e.Load(members[i].ID)
+		if err != nil {
+			members[i].Status = "gone"
+			continue
+		}
+		if st, err := c.Status(); err == nil {
+			members[i].Status = st
+		}
+	}
+	return nonNil(members)
 }

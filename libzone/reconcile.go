@@ -1,0 +1,158 @@
+package libzone
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// createGrace protects a create in progress from a concurrent reconcile: a
+// record younger than this in the "creating" state belongs to a create that
+// may still finish.
+const createGrace = time.Minute
+
+// Reconcile makes the kernel and the state directory agree with the store,
+// which is the truth: it drops records of containers that are gone, kills
+// containers that have state but no record (nothing enforces them), re-pushes
+// every zone's policy and every live member, removes kernel entries nobody
+// owns, and uninstalls the programs of a root that has no zones left. It
+// returns one line per repair.
+func (e *Engine) Reconcile() ([]string, error) {
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	return e.reconcile(enf)
+}
+
+func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
+	var (
+		fixed []string
+		errs  []error
+		zones []zone.Zone
+		recs  []zone.Container
+	)
+	note := func(format string, args ...any) { fixed = append(fixed, fmt.Sprintf(format, args...)) }
+	err := e.store.View(func(tx *zone.Tx) (err error) {
+		if zones, err = tx.Zones(); err != nil {
+			return err
+		}
+		recs, err = tx.Containers()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	// Records first: a container whose state is gone leaves its zone.
+	live := map[uint64]uint32{}
+	zoneID := map[string]uint32{}
+	for _, z := range zones {
+		zoneID[z.Name] = z.ID
+	}
+	recorded := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		recorded[r.ID] = true
+		c, err := e.Load(r.ID)
+		if errors.Is(err, ErrNotExist) {
+			if r.Status == recordCreating && time.Since(r.Created) < createGrace {
+				continue
+			}
+			if err := e.release(enf, r.ID, r.Zone, r); err != nil {
+				errs = append(errs, err)
+			}
+			note("removed the record of container %s: its state is gone", r.ID)
+			continue
+		} else if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		status, err := c.Status()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if status == "stopped" {
+			continue // nothing runs; delete cleans up the rest
+		}
+		z := &zone.Zone{Name: r.Zone, ID: zoneID[r.Zone]}
+		old := r.CgroupID
+		if err := enf.Join(z, r); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.CgroupID != old {
+			if err := e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(r) }); err != nil {
+				errs = append(errs, err)
+			}
+			note("container %s: cgroup id %d recorded (was %d)", r.ID, r.CgroupID, old)
+		}
+		live[r.CgroupID] = z.ID
+	}
+
+	// State without a record: a container nothing enforces. Kill it.
+	entries, err := os.ReadDir(e.root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, ent := range entries {
+		if !ent.IsDir() || recorded[ent.Name()] || zone.ValidateName("container id", ent.Name()) != nil {
+			continue
+		}
+		c, err := e.Load(ent.Name())
+		if err != nil {
+			continue // not a container directory (events/, or a stale bare dir)
+		}
+		if err := c.kill(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.lc.Destroy(); err != nil {
+			errs = append(errs, err)
+		}
+		note("killed and removed container %s: it had no record, so no zone enforced it", ent.Name())
+	}
+
+	// Kernel: every zone's policy again, then what nobody owns.
+	keepZones := map[uint32]bool{}
+	for i := range zones {
+		keepZones[zones[i].ID] = true
+		if err := enf.Apply(&zones[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	pruned, err := enf.Prune(live, keepZones)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	fixed = append(fixed, pruned...)
+
+	// A root without zones needs no programs; uninstalling happens inside a
+	// store transaction so a concurrent create (which stores its zone
+	// before it opens the kernel side) either sees the programs or
+	// reinstalls them.
+	err = e.store.Update(func(tx *zone.Tx) error {
+		zs, err := tx.Zones()
+		if err != nil || len(zs) > 0 {
+			return err
+		}
+		if err := enf.Uninstall(); err != nil {
+			return err
+		}
+		note("no zones left: removed the kernel programs and maps of %s", e.root)
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, f := range fixed {
+		logrus.Debugf("reconcile: %s", f)
+	}
+	return fixed, errors.Join(errs...)
+}
