@@ -247,6 +247,9 @@ func procRoot(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/root" }
 // abstract-socket scoping is only asked for where a namespace is shared:
 // a private pid or network namespace already isolates them, and a scoped
 // init could not be signalled by the container's own exec'd processes.
+// Known limit: in a zone with filesystem or exec rules, an exec'd process
+// is in a sibling domain of the init and cannot read the init's ptrace-
+// guarded /proc files (/proc/1/environ, /proc/1/ns/*).
 func landlockRules(p *zone.Policy, cfg *configs.Config) landlock.Rules {
 	r := landlock.Rules{
 		ReadOnly:  p.Filesystem.ReadOnly,
@@ -262,7 +265,12 @@ func landlockRules(p *zone.Policy, cfg *configs.Config) landlock.Rules {
 			r.Writable = []string{nothingPath}
 		}
 	}
-	if cfg != nil {
+	// Scoping rides on a domain the policy needs anyway. Alone it would put
+	// a host-network container's exec'd processes in sibling domains of its
+	// init, and Landlock forbids ptrace-mode access across domains: "exec c
+	// ps" or reading /proc/1/ns would fail in zones that ask for nothing.
+	hasRules := r.Writable != nil || len(r.ReadOnly)+len(r.Deny)+len(r.ExecAllow)+len(r.ExecDeny) > 0
+	if cfg != nil && hasRules {
 		r.ScopeSignals = !privateNamespace(cfg, configs.NEWPID)
 		r.ScopeAbstractUnix = !privateNamespace(cfg, configs.NEWNET)
 	}

@@ -126,6 +126,11 @@ func (c *Container) Start() error {
 	if err := c.lc.Exec(); err != nil {
 		return fmt.Errorf("start container %s: %w", c.ID(), err)
 	}
+	if st, err := c.State(); err != nil {
+		return err
+	} else if err := c.runPoststart(st.Bundle); err != nil {
+		return err
+	}
 	if notify != nil {
 		st, err := c.lc.State()
 		if err != nil {

@@ -123,6 +123,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 
 	// 4. libcontainer builds the container; its init waits on the exec fifo.
+	stripPoststart(config)
 	lc, err = libcontainer.Create(e.root, id, config)
 	if err != nil {
 		return -1, fmt.Errorf("create container %s: %w", id, err)
@@ -167,6 +168,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 			}
 			return e.markCreated(adm, pid, cgid)
 		},
+	}
+	if act == actRun {
+		r.started = func() error { return (&Container{e: e, lc: lc}).runPoststart(b.Dir) }
 	}
 	status, err = r.run(spec.Process)
 	if err != nil {

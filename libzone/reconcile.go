@@ -8,6 +8,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/rauha-runtime/rauha/bpf"
+
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -23,6 +25,15 @@ const createGrace = time.Minute
 // owns, and uninstalls the programs of a root that has no zones left. It
 // returns one line per repair.
 func (e *Engine) Reconcile() ([]string, error) {
+	if _, installed := bpf.InstalledBackend(bpfPinDir(e.root)); !installed {
+		var zones []zone.Zone
+		if err := e.store.View(func(tx *zone.Tx) (err error) { zones, err = tx.Zones(); return err }); err != nil {
+			return nil, err
+		}
+		if len(zones) == 0 {
+			return nil, nil // nothing in the kernel and nothing to put there
+		}
+	}
 	enf, err := e.enforcer()
 	if err != nil {
 		return nil, err

@@ -44,6 +44,9 @@ type runner struct {
 	// for an init, while it waits on the exec fifo. It is where the zone
 	// takes hold of the container.
 	ready func(pid int) error
+	// started runs once the container's user process runs (actRun only):
+	// the poststart hooks.
+	started func() error
 	// prepare may change the process before it starts (exec enforcement).
 	prepare func(p *libcontainer.Process) (release func(), err error)
 }
@@ -123,6 +126,12 @@ func (r *runner) run(spec *specs.Process) (int, error) {
 		if err := r.lc.Exec(); err != nil {
 			terminate(p)
 			return -1, fmt.Errorf("start the container process: %w", err)
+		}
+		if r.started != nil {
+			if err := r.started(); err != nil {
+				terminate(p)
+				return -1, err
+			}
 		}
 	}
 	h := <-relay

@@ -33,20 +33,11 @@ func Preset(name string) (*Policy, error) {
 	return nil, fmt.Errorf("unknown policy preset %q (presets: %s)", name, strings.Join(PresetNames(), ", "))
 }
 
-// dockerDefaultCaps is the capability set Docker and Podman give a container
-// by default; ordinary images are built and tested against it.
-func dockerDefaultCaps() []string {
-	return []string{
-		"CAP_AUDIT_WRITE", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID",
-		"CAP_KILL", "CAP_MKNOD", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SETFCAP",
-		"CAP_SETGID", "CAP_SETPCAP", "CAP_SETUID", "CAP_SYS_CHROOT",
-	}
-}
-
 // standardPreset is what a container without annotations gets, so it must not
 // break ordinary images (busybox, debian: package installs, servers, shells):
-//   - capabilities: at most Docker's default 14 (the spec's own sets are
-//     intersected with them, so a runc-style minimal spec stays minimal);
+//   - capabilities: exactly what the container's spec asks for — clients
+//     express --cap-add, --cap-drop and --privileged there, and a drop-in
+//     runtime must honour them (a zone that wants fewer says so);
 //   - filesystem, exec, devices, syscalls: no rules beyond the OCI spec;
 //   - network egress unrestricted;
 //   - signals and ptrace only within the zone — the one thing a zone always
@@ -55,8 +46,7 @@ func dockerDefaultCaps() []string {
 //     still runs the workload and says which control is missing.
 func standardPreset() *Policy {
 	return &Policy{
-		Zone:         ZoneSettings{Mode: ModeEnforce, Admission: AdmissionAudit},
-		Capabilities: Capabilities{Allowed: List(dockerDefaultCaps()...)},
+		Zone: ZoneSettings{Mode: ModeEnforce, Admission: AdmissionAudit},
 	}
 }
 

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# test-all.sh - the project's full test run (what CI runs through .ci/run):
+#   1. scripts/setup-debian.sh   packages and toolchain
+#   2. make build                the rauha binary
+#   3. go vet ./...
+#   4. go test ./...             unit tests
+#   5. go test -fuzz             each fuzz target for FUZZTIME (10s)
+#   6. tests/clients/setup.bash install   podman, docker, containerd, crictl
+#   7. bats --jobs 1 tests/bats/*.bats   end-to-end tests against ./rauha
+#   8. bpf/vmtest.sh             the bpf-lsm backend in QEMU guests
+# Prints per-stage timings and closes with "N passed, N failed, N skipped"
+# (go tests + bats tests; a failed build/vet stage counts as one failure).
+# Exits non-zero if anything failed. Works from any cwd.
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO" || exit 1
+[[ -x /usr/local/go/bin/go ]] && export PATH=/usr/local/go/bin:$PATH
+LOGDIR=$(mktemp -d /tmp/rauha-test-all.XXXXXX)
+
+passed=0 failed=0 skipped=0
+timings=()
+stage_failed=()
+
+# stage NAME CMD...: run CMD, record its wall time and whether it failed.
+stage() {
+	local name=$1 start rc=0
+	shift
+	echo "=== $name"
+	start=${EPOCHREALTIME/./}
+	"$@" || rc=$?
+	local ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+	timings+=("$(printf '%-6s %5d.%01ds  %s' "$name" $((ms / 1000)) $((ms % 1000 / 100)) "$([[ $rc -eq 0 ]] && echo ok || echo "FAILED (exit $rc)")")")
+	if [[ $rc -ne 0 ]]; then
+		stage_failed+=("$name")
+	fi
+	return $rc
+}
+
+run_setup() {
+	if [[ $EUID -eq 0 ]]; then
+		bash "$REPO/scripts/setup-debian.sh"
+	else
+		echo "not root: skipping scripts/setup-debian.sh"
+	fi
+}
+
+run_go_test() {
+	local log=$LOGDIR/go-test.log rc=0
+	go test -tags seccomp -count=1 -v ./... >"$log" 2>&1 || rc=$?
+	# Package lines (ok / FAIL / no test files) and every failure in full.
+	grep -E '^(ok|FAIL|---|\?)\s' "$log" | grep -vE '^\s*--- (PASS|SKIP)' || true
+	if [[ $rc -ne 0 ]]; then
+		echo "--- go test output (failures) ---"
+		grep -B2 -A20 -E -- '--- FAIL|^FAIL|panic:|cannot|undefined' "$log" | head -200
+	fi
+	local p f s
+	p=$(grep -cE '^\s*--- PASS:' "$log" || true)
+	f=$(grep -cE '^\s*--- FAIL:' "$log" || true)
+	s=$(grep -cE '^\s*--- SKIP:' "$log" || true)
+	# A package that fails to build has no "--- FAIL" line: count it.
+	local broken
+	broken=$(grep -cE '^FAIL\s+\S+\s+\[(build|setup) failed\]' "$log" || true)
+	echo "go test: $p passed, $((f + broken)) failed, $s skipped"
+	passed=$((passed + p))
+	failed=$((failed + f + broken))
+	skipped=$((skipped + s))
+	return $rc
+}
+
+run_bats() {
+	local log=$LOGDIR/bats.tap rc=0
+	local files=("$REPO"/tests/bats/*.bats)
+	if [[ ! -e ${files[0]} ]]; then
+		echo "no bats files" >&2
+		return 1
+	fi
+	bats --jobs 1 --timing "${files[@]}" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+	local p f s
+	s=$(grep -cE '^ok [0-9]+ .*# skip' "$log" || true)
+	p=$(grep -cE '^ok [0-9]+ ' "$log" || true)
+	f=$(grep -cE '^not ok [0-9]+ ' "$log" || true)
+	p=$((p - s))
+	echo "bats: $p passed, $f failed, $s skipped"
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	# bats exits non-zero with no "not ok" line when it could not run a file.
+	if [[ $rc -ne 0 && $f -eq 0 ]]; then
+		echo "bats exited $rc without a failed test" >&2
+		failed=$((failed + 1))
+	fi
+	return $rc
+}
+
+run_clients_install() {
+	bash "$REPO/tests/clients/setup.bash" install
+}
+
+# Parsers face untrusted input: each fuzz target runs for a short fixed time.
+run_fuzz() {
+	local rc=0 t
+	for t in FuzzParsePolicy FuzzParseEgress FuzzValidateName; do
+		go test -run='^$' -fuzz="^$t\$" -fuzztime="${FUZZTIME:-10s}" ./zone/ 2>&1 | tail -3 || rc=1
+	done
+	return $rc
+}
+
+# The bpf-lsm backend in QEMU guests with Debian's kernels (this host refuses
+# LSM programs): every hook must deny on every kernel.
+run_vm() {
+	local log=$LOGDIR/vm.log rc=0
+	bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 || rc=$?
+	grep -E '^=== vmtest|^(ok|FAIL|PASS)|--- FAIL|vmtest:' "$log" | head -60
+	local p f
+	p=$(grep -cE '^\s*--- PASS:' "$log" || true)
+	f=$(grep -cE '^\s*--- FAIL:' "$log" || true)
+	if [[ $rc -ne 0 && $f -eq 0 ]]; then
+		f=1
+		tail -30 "$log"
+	fi
+	echo "vm lane: $p passed, $f failed"
+	passed=$((passed + p))
+	failed=$((failed + f))
+	return $rc
+}
+
+total_start=$SECONDS
+stage setup run_setup || { failed=$((failed + 1)); }
+stage build make build || { failed=$((failed + 1)); }
+stage vet go vet ./... || { failed=$((failed + 1)); }
+stage unit run_go_test
+stage fuzz run_fuzz || { failed=$((failed + 1)); }
+stage client-setup run_clients_install || { failed=$((failed + 1)); }
+stage e2e run_bats
+stage vm run_vm
+
+echo
+echo "=== timings"
+printf '%s\n' "${timings[@]}"
+echo "total        $((SECONDS - total_start))s   (logs: $LOGDIR)"
+if [[ ${#stage_failed[@]} -gt 0 ]]; then
+	echo "failed stages: ${stage_failed[*]}"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 && ${#stage_failed[@]} -eq 0 ]]

@@ -1,0 +1,47 @@
+#!/usr/bin/env bats
+# events: container stats as JSON.
+
+load helpers
+
+@test "events --stats: one JSON stats object" {
+	cfg b '.linux.resources.memory = {"limit": 67108864} | .linux.resources.pids = {"limit": 50}'
+	run_ct c1
+	rrun rt events --stats c1
+	assert_success
+	assert_eq "$(grep -c . <<<"$stdout")" 1
+	assert_eq "$(jq -r .type <<<"$stdout")" stats
+	assert_eq "$(jq -r .id <<<"$stdout")" c1
+	assert_eq "$(jq -r .data.memory.usage.limit <<<"$stdout")" 67108864
+	assert_eq "$(jq -r .data.pids.limit <<<"$stdout")" 50
+	[[ $(jq -r .data.pids.current <<<"$stdout") -ge 1 ]] || fail "pids.current: $stdout"
+	[[ $(jq -r .data.cpu.usage.total <<<"$stdout") -gt 0 ]] || fail "cpu usage: $stdout"
+}
+
+@test "events --interval: a stream of stats lines" {
+	run_ct c1
+	# events runs until the container stops: kill it after ~2 s.
+	(sleep 2.5 && rt kill c1 KILL) &
+	killer=$!
+	rrun rt events --interval 300ms c1
+	wait "$killer" || true
+	n=$(grep -c '"type":"stats"' <<<"$stdout" || true)
+	[[ $n -ge 2 ]] || { show; fail "expected >= 2 stats lines, got $n"; }
+	while read -r l; do
+		[[ -z $l ]] && continue
+		jq -e . <<<"$l" >/dev/null || fail "not JSON: $l"
+	done <<<"$stdout"
+}
+
+@test "events --stats: a missing container fails with one line" {
+	rrun rt events --stats nosuch
+	assert_error_line 'not exist|not found|nosuch'
+}
+
+@test "events --stats: a stopped container fails" {
+	set_args b true
+	create_ct c1
+	rt start c1
+	wait_status c1 stopped
+	rrun rt events --stats c1
+	assert_failure 1
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env bats
+# exec: run an extra process in a running container.
+
+load helpers
+
+setup() {
+	# The default setup plus one running container c1.
+	requires root
+	TEST_UID=t${BATS_SUITE_TEST_NUMBER:-0}-$$
+	ROOT=$BATS_TEST_TMPDIR/state
+	mkdir -p "$ROOT"
+	build_rootfs_cache
+	make_bundle b
+	run_ct c1
+}
+
+@test "exec: foreground output and exit 0" {
+	rrun rt exec c1 echo hi
+	assert_success
+	assert_eq "$stdout" hi
+}
+
+@test "exec: runs in the container's pid namespace" {
+	rrun rt exec c1 sh -c 'cat /proc/1/cmdline | tr "\0" " "'
+	assert_success
+	assert_eq "$stdout" "sleep 3600 "
+}
+
+@test "exec: foreground returns the process's exit status" {
+	rrun rt exec c1 sh -c 'exit 5'
+	assert_failure 5
+}
+
+@test "exec: a process killed by a signal exits 128+n" {
+	rrun rt exec c1 sh -c 'kill -TERM $$'
+	assert_failure 143
+	rrun rt exec c1 sh -c 'kill -KILL $$'
+	assert_failure 137
+}
+
+@test "exec: --env adds variables" {
+	rrun rt exec --env FOO=bar --env BAZ=qux c1 sh -c 'echo "$FOO $BAZ"'
+	assert_success
+	assert_eq "$stdout" "bar qux"
+}
+
+@test "exec: inherits process.env of config.json" {
+	rrun rt exec c1 sh -c 'echo "$HOME"'
+	assert_success
+	assert_eq "$stdout" /root
+}
+
+@test "exec: --cwd sets the working directory" {
+	rrun rt exec --cwd /tmp c1 pwd
+	assert_success
+	assert_eq "$stdout" /tmp
+}
+
+@test "exec: --user uid:gid" {
+	rrun rt exec --user 1000:1001 c1 sh -c 'echo $(id -u):$(id -g)'
+	assert_success
+	assert_eq "$stdout" 1000:1001
+}
+
+@test "exec: --additional-gids" {
+	rrun rt exec --user 1000:1000 --additional-gids 10 --additional-gids 20 c1 id -G
+	assert_success
+	assert_match "$stdout" '(^| )10( |$)'
+	assert_match "$stdout" '(^| )20( |$)'
+}
+
+@test "exec: --cap adds a capability to the process" {
+	rrun rt exec c1 sh -c 'grep CapEff /proc/self/status'
+	assert_success
+	base=$(awk '{print $2}' <<<"$stdout")
+	rrun rt exec --cap CAP_SYS_ADMIN c1 sh -c 'grep CapEff /proc/self/status'
+	assert_success
+	with=$(awk '{print $2}' <<<"$stdout")
+	# CAP_SYS_ADMIN is bit 21.
+	(( (0x$with >> 21) & 1 )) || fail "CAP_SYS_ADMIN not effective: $with"
+	(( ((0x$base >> 21) & 1) == 0 )) || fail "CAP_SYS_ADMIN effective without --cap: $base"
+}
+
+@test "exec: --process JSON file" {
+	cat >"$BATS_TEST_TMPDIR/process.json" <<'JSON'
+{
+  "terminal": false,
+  "user": {"uid": 2000, "gid": 2000},
+  "args": ["sh", "-c", "echo $PROCVAR $(id -u) $(pwd)"],
+  "env": ["PATH=/bin:/usr/bin", "PROCVAR=from-process-json"],
+  "cwd": "/etc"
+}
+JSON
+	rrun rt exec --process "$BATS_TEST_TMPDIR/process.json" c1
+	assert_success
+	assert_eq "$stdout" "from-process-json 2000 /etc"
+}
+
+@test "exec: --process with a malformed file fails" {
+	echo '{"args": [' >"$BATS_TEST_TMPDIR/process.json"
+	rrun rt exec --process "$BATS_TEST_TMPDIR/process.json" c1
+	# runc exits 255 when exec itself fails.
+	assert_error_line 'json|EOF|process|parse|unexpected' '1|255'
+}
+
+@test "exec: --detach returns at once and --pid-file holds the pid" {
+	rrun rt exec --detach --pid-file "$BATS_TEST_TMPDIR/e.pid" c1 sleep 100
+	assert_success
+	pid=$(cat "$BATS_TEST_TMPDIR/e.pid")
+	[[ -d /proc/$pid ]] || fail "exec'd pid $pid not alive"
+	assert_eq "$(cat /proc/"$pid"/comm)" sleep
+	# It is in the container's cgroup.
+	grep -q "$(cg_path b)" "/proc/$pid/cgroup" || fail "exec process not in container cgroup"
+}
+
+@test "exec: --pid-file relative to the caller's cwd" {
+	cd "$BATS_TEST_TMPDIR"
+	rrun rt exec -d --pid-file rel.pid c1 sleep 100
+	assert_success
+	[[ -d /proc/$(cat "$BATS_TEST_TMPDIR/rel.pid") ]] || fail "pid file content wrong"
+}
+
+@test "exec: --preserve-fds passes extra fds" {
+	# fd 3 is bats' own channel: set up fds 3 and 4 in a child shell only.
+	rrun bash -c 'exec 3>"$1" 4>"$2"; shift 2; exec "$@"' _ \
+		"$BATS_TEST_TMPDIR/fd3" "$BATS_TEST_TMPDIR/fd4" \
+		timeout 30 "$RUNTIME" --root "$ROOT" exec --preserve-fds 2 c1 sh -c 'echo via-fd3 >&3; echo via-fd4 >&4'
+	assert_success
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/fd3")" via-fd3
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/fd4")" via-fd4
+}
+
+@test "exec: extra fds are not passed without --preserve-fds" {
+	exec 7>"$BATS_TEST_TMPDIR/fd7"
+	rrun rt exec c1 ls /proc/self/fd
+	exec 7>&-
+	assert_success
+	! grep -qx 7 <<<"$stdout" || fail "leaked fd 7 is visible: $stdout"
+}
+
+@test "exec: --tty with --console-socket" {
+	requires go
+	recvtty=$(build_helper recvtty)
+	sock=$BATS_TEST_TMPDIR/tty.sock
+	bg "$recvtty" -out "$BATS_TEST_TMPDIR/tty.out" -ready "$BATS_TEST_TMPDIR/tty.ready" "$sock"
+	wait_file "$BATS_TEST_TMPDIR/tty.ready"
+	rrun rt exec --tty --console-socket "$sock" --detach c1 sh -c 'tty; echo tty-done; sleep 1'
+	assert_success
+	retry 50 0.1 grep -q tty-done "$BATS_TEST_TMPDIR/tty.out"
+	grep -q '^/dev/pts/' "$BATS_TEST_TMPDIR/tty.out" || fail "no pts: $(cat "$BATS_TEST_TMPDIR/tty.out")"
+}
+
+@test "exec: --tty without --console-socket in the foreground" {
+	# A foreground tty exec needs a terminal on the caller's side: script(1)
+	# gives the runtime one.
+	command -v script >/dev/null || skip "needs script(1) (bsdutils)"
+	out=$(script -qec "timeout 30 $RUNTIME --root $ROOT exec -t c1 sh -c 'test -t 1 && echo is-a-tty'" /dev/null </dev/null)
+	assert_match "$out" is-a-tty
+}
+
+@test "exec: --tty --detach without --console-socket fails" {
+	rrun rt exec -t -d c1 true
+	assert_error_line 'console' '1|255'
+}
+
+@test "exec: into a stopped container fails with one line" {
+	rt kill c1 KILL
+	wait_status c1 stopped
+	rrun rt exec c1 true
+	# The issue asks for exit 1 here; runc (all versions) exits 255.
+	runc_1_1_differs "exec into a stopped container exits 255, not 1"
+	assert_error_line 'stopped|not running'
+}
+
+@test "exec: into a missing container fails" {
+	rrun rt exec nosuch true
+	assert_error_line 'not exist|not found|nosuch' '1|255'
+}
+
+@test "exec: without a command fails" {
+	rrun rt exec c1
+	assert_error_line 'args|command|argument' '1|255'
+}

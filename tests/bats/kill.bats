@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# kill: signals by name or number, to init or (--all) every process.
+
+load helpers
+
+# A container whose init traps USR1 and TERM and records what it got.
+trap_bundle() {
+	set_args b sh -c 'trap "echo USR1 >> /sig" USR1; trap "echo TERM >> /sig; exit 0" TERM; echo ready > /ready; while :; do sleep 0.1; done'
+	run_ct c1
+	wait_file "$(bundle_dir b)/rootfs/ready"
+}
+
+@test "kill: default signal is SIGTERM" {
+	trap_bundle
+	rrun rt kill c1
+	assert_success
+	wait_status c1 stopped
+	grep -qx TERM "$(bundle_dir b)/rootfs/sig"
+}
+
+@test "kill: by name without SIG prefix (KILL)" {
+	run_ct c1
+	rrun rt kill c1 KILL
+	assert_success
+	wait_status c1 stopped
+}
+
+@test "kill: by name with SIG prefix (SIGKILL)" {
+	run_ct c1
+	rrun rt kill c1 SIGKILL
+	assert_success
+	wait_status c1 stopped
+}
+
+@test "kill: by number (9)" {
+	run_ct c1
+	rrun rt kill c1 9
+	assert_success
+	wait_status c1 stopped
+}
+
+@test "kill: TERM and 15 and USR1 and 10 reach a handler" {
+	trap_bundle
+	rrun rt kill c1 USR1
+	assert_success
+	# Wait for the first: two pending USR1 would merge into one.
+	retry 80 0.1 test "$(grep -c USR1 "$(bundle_dir b)/rootfs/sig" 2>/dev/null)" = 1
+	rrun rt kill c1 10
+	assert_success
+	retry 80 0.1 test "$(grep -c USR1 "$(bundle_dir b)/rootfs/sig" 2>/dev/null)" = 2
+	rrun rt kill c1 15
+	assert_success
+	wait_status c1 stopped
+}
+
+@test "kill: signal names are case-insensitive (term, sigkill)" {
+	trap_bundle
+	rrun rt kill c1 term
+	assert_success
+	wait_status c1 stopped
+	grep -qx TERM "$(bundle_dir b)/rootfs/sig"
+	rt delete c1
+	make_bundle b2
+	run_ct c2 b2
+	rrun rt kill c2 sigkill
+	assert_success
+	wait_status c2 stopped
+}
+
+@test "kill: an unknown signal name fails with one line" {
+	run_ct c1
+	rrun rt kill c1 NOSUCHSIG
+	assert_error_line 'signal'
+	assert_eq "$(ct_status c1)" running
+}
+
+@test "kill: an out-of-range signal number fails" {
+	run_ct c1
+	rrun rt kill c1 99
+	assert_failure 1
+	assert_eq "$(ct_status c1)" running
+}
+
+@test "kill: --all signals every process of the container" {
+	run_ct c1
+	rt exec -d c1 sleep 1000
+	rt exec -d c1 sleep 1001
+	retry 30 0.1 test "$(wc -l <"/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")" -ge 3
+	rrun rt kill --all c1 KILL
+	assert_success
+	wait_status c1 stopped
+	retry 30 0.1 test -z "$(cat "/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")"
+}
+
+@test "kill: a created container can be killed" {
+	create_ct c1
+	rrun rt kill c1 KILL
+	assert_success
+	wait_status c1 stopped
+}
+
+@test "kill: a stopped container fails" {
+	set_args b true
+	create_ct c1
+	rt start c1
+	wait_status c1 stopped
+	rrun rt kill c1 KILL
+	assert_error_line 'not running|stopped|process'
+}
+
+@test "kill: a missing container fails with one line" {
+	rrun rt kill nosuch KILL
+	assert_error_line 'not exist|not found|nosuch'
+}
