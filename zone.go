@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rauha-runtime/rauha/libzone"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -121,21 +122,10 @@ var zoneCreateCommand = &cli.Command{
 	Usage:     "create a zone (default policy: the standard preset)",
 	ArgsUsage: "<zone>",
 	Flags:     policyFlags,
-	Action: func(c *cli.Context) error {
-		if err := checkArgs(c, 1, exactArgs); err != nil {
-			return err
-		}
-		p, src, err := policyFlag(c, false)
-		if err != nil {
-			return err
-		}
-		e, err := newEngine(c)
-		if err != nil {
-			return err
-		}
-		_, err = e.CreateZone(c.Args().First(), p, src)
+	Action: zonePolicyAction(false, func(e *libzone.Engine, name string, p *zone.Policy, src string) error {
+		_, err := e.CreateZone(name, p, src)
 		return err
-	},
+	}),
 }
 
 var zoneUpdateCommand = &cli.Command{
@@ -143,11 +133,19 @@ var zoneUpdateCommand = &cli.Command{
 	Usage:     "replace a zone's policy; running containers see it on their next checked operation",
 	ArgsUsage: "<zone>",
 	Flags:     policyFlags,
-	Action: func(c *cli.Context) error {
+	Action: zonePolicyAction(true, func(e *libzone.Engine, name string, p *zone.Policy, src string) error {
+		_, err := e.UpdateZone(name, p, src)
+		return err
+	}),
+}
+
+// zonePolicyAction is the action of the commands that give a zone a policy.
+func zonePolicyAction(required bool, apply func(e *libzone.Engine, name string, p *zone.Policy, src string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		p, src, err := policyFlag(c, true)
+		p, src, err := policyFlag(c, required)
 		if err != nil {
 			return err
 		}
@@ -155,9 +153,8 @@ var zoneUpdateCommand = &cli.Command{
 		if err != nil {
 			return err
 		}
-		_, err = e.UpdateZone(c.Args().First(), p, src)
-		return err
-	},
+		return apply(e, c.Args().First(), p, src)
+	}
 }
 
 var zoneDeleteCommand = &cli.Command{

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -116,6 +117,18 @@ func (ke *kernelEnforcer) Unavailable(p *zone.Policy) []string {
 	}
 	if len(p.Network.AllowedZones) > 0 {
 		out = append(out, "network.allowed_zones")
+	}
+	// Landlock cannot take a right from one entry of a directory, so a
+	// read-only or denied path below a writable one costs the writable
+	// parent its right to create entries (see landlock's doc).
+	if w := p.Filesystem.WritablePaths; w != nil {
+		for _, q := range append(slices.Clone(p.Filesystem.ReadOnly), p.Filesystem.Deny...) {
+			for _, parent := range *w {
+				if strings.HasPrefix(q, strings.TrimSuffix(parent, "/")+"/") {
+					out = append(out, fmt.Sprintf("filesystem: creating files in writable %s next to %s", parent, q))
+				}
+			}
+		}
 	}
 	return out
 }
@@ -269,10 +282,13 @@ func landlockRules(p *zone.Policy, cfg *configs.Config) landlock.Rules {
 	// a host-network container's exec'd processes in sibling domains of its
 	// init, and Landlock forbids ptrace-mode access across domains: "exec c
 	// ps" or reading /proc/1/ns would fail in zones that ask for nothing.
+	// Signals are different: sharing a pid namespace with the host or
+	// another zone leaves nothing else between the zones, so a shared pid
+	// namespace always gets a scoped domain.
 	hasRules := r.Writable != nil || len(r.ReadOnly)+len(r.Deny)+len(r.ExecAllow)+len(r.ExecDeny) > 0
-	if cfg != nil && hasRules {
+	if cfg != nil {
 		r.ScopeSignals = !privateNamespace(cfg, configs.NEWPID)
-		r.ScopeAbstractUnix = !privateNamespace(cfg, configs.NEWNET)
+		r.ScopeAbstractUnix = hasRules && !privateNamespace(cfg, configs.NEWNET)
 	}
 	return r
 }

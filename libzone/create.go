@@ -100,6 +100,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 			}
 		}
 		e.forgetQuietly(enf, id, adm.zone.Name, adm.rec)
+		if adm.newZone {
+			// The zone came with this container's annotations: a refused
+			// container must not leave it behind.
+			e.dropEmptyZone(enf, adm.zone.Name)
+		}
 	}()
 
 	// 2. Admission: controls the policy asks for that cannot be had.

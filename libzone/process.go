@@ -2,6 +2,7 @@ package libzone
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -53,7 +54,13 @@ func newProcess(p *specs.Process) (*libcontainer.Process, error) {
 			Effective:   c.Effective,
 			Inheritable: c.Inheritable,
 			Permitted:   c.Permitted,
-			Ambient:     c.Ambient,
+			// The kernel raises an ambient capability only if it is also
+			// permitted and inheritable; "runc spec" lists ambient ones
+			// without inheritable. Dropping those changes nothing the
+			// process gets, and spares a warning per capability at start.
+			Ambient: slices.DeleteFunc(slices.Clone(c.Ambient), func(a string) bool {
+				return !slices.Contains(c.Inheritable, a) || !slices.Contains(c.Permitted, a)
+			}),
 		}
 	}
 	for _, g := range p.User.AdditionalGids {

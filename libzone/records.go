@@ -20,8 +20,9 @@ const (
 
 // admission is the outcome of placing a new container into its zone.
 type admission struct {
-	zone *zone.Zone
-	rec  *zone.Container
+	zone    *zone.Zone
+	rec     *zone.Container
+	newZone bool // the zone was created for this container
 }
 
 // admit records the container as a member of its zone, creating the zone
@@ -75,6 +76,7 @@ func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]str
 			if err := tx.PutZone(z); err != nil {
 				return err
 			}
+			a.newZone = true
 		case err != nil:
 			return err
 		case wanted != nil && !z.Policy.Equal(wanted):
@@ -206,4 +208,26 @@ func (e *Engine) memberZone(id string) (*zone.Zone, error) {
 		return nil, fmt.Errorf("zone of container %s: %w (run 'rauha zone reconcile' to repair the records)", id, err)
 	}
 	return z, nil
+}
+
+// dropEmptyZone deletes a zone and its kernel state if it has no members.
+func (e *Engine) dropEmptyZone(enf Enforcer, name string) {
+	var gone *zone.Zone
+	err := e.store.Update(func(tx *zone.Tx) error {
+		z, err := tx.Zone(name)
+		if err != nil {
+			return err
+		}
+		if m, err := tx.Members(name); err != nil || len(m) > 0 {
+			return err
+		}
+		gone = z
+		return tx.DeleteZone(name)
+	})
+	if err == nil && gone != nil {
+		err = enf.Remove(gone)
+	}
+	if err != nil && !errors.Is(err, zone.ErrNotFound) {
+		logrus.Warnf("remove zone %s after failed create: %v", name, err)
+	}
 }

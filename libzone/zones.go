@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/rauha-runtime/rauha/bpf"
 	"strings"
 	"time"
 
@@ -83,8 +85,16 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if err := zone.ValidateName("zone name", name); err != nil {
 		return nil, err
 	}
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	if un := enf.Unavailable(p); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
+		return nil, fmt.Errorf("zone %s (admission strict): %s cannot be enforced here with %s (use admission = \"audit\" to create it anyway)", name, strings.Join(un, "; "), enf.Backend())
+	}
 	z := &zone.Zone{Name: name, Policy: *p, PolicySource: source, Created: time.Now().UTC()}
-	err := e.store.Update(func(tx *zone.Tx) error {
+	err = e.store.Update(func(tx *zone.Tx) error {
 		if _, err := tx.Zone(name); err == nil {
 			return fmt.Errorf("zone %s already exists (change its policy with 'rauha zone update %s --policy FILE')", name, name)
 		} else if !errors.Is(err, zone.ErrNotFound) {
@@ -95,11 +105,6 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if err != nil {
 		return nil, fmt.Errorf("create zone %s: %w", name, err)
 	}
-	enf, err := e.enforcer()
-	if err != nil {
-		return nil, err
-	}
-	defer enf.Close()
 	if err := enf.Apply(z); err != nil {
 		return nil, err
 	}
@@ -217,6 +222,11 @@ func (e *Engine) Events(name string, since time.Time) ([]zone.Event, error) {
 // DrainEvents moves pending kernel events into the event log and returns it.
 func (e *Engine) DrainEvents() (*zone.EventLog, error) {
 	log := zone.NewEventLog(e.root)
+	if _, installed := bpf.InstalledBackend(bpfPinDir(e.root)); !installed {
+		// Nothing in the kernel, so nothing to drain; reading events must
+		// not install programs (a follower would undo a reconcile).
+		return log, nil
+	}
 	enf, err := e.enforcer()
 	if err != nil {
 		return nil, err

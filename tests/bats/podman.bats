@@ -19,6 +19,8 @@ teardown_file() {
 	clients_enabled || return 0
 	podman_teardown
 	zone_forget /run/rauha "$ZONE"
+	zone_forget /run/rauha pm-enforced
+	if is_rauha; then "$RT" --root /run/rauha zone reconcile >/dev/null 2>&1 || true; fi
 }
 
 # main_pid: host pid of $C's init.
@@ -191,4 +193,17 @@ main_pid() { podman inspect -f '{{.State.Pid}}' "$C"; }
 	ok podman rm -f -t 0 rauha-pm-zone
 	is_rauha || skip "zone membership needs rauha"
 	zone_lacks /run/rauha "$ZONE" "$id"
+}
+
+@test "podman: a policy named by annotation is enforced on the container, with events" {
+	require_rauha "zone enforcement"
+	local pol=$BATS_FILE_TMPDIR/deny-group.toml
+	printf '[zone]\nadmission = "audit"\n[filesystem]\ndeny = ["/etc/group"]\n' >"$pol"
+	ok podman run -d --name rauha-pm-enf --network none \
+		--annotation org.rauha.zone=pm-enforced --annotation org.rauha.policy="$pol" "$IMAGE_NAME" sleep 600
+	exits_with 1 "Permission denied" podman exec rauha-pm-enf cat /etc/group
+	ok_match "root:x:0:0" podman exec rauha-pm-enf cat /etc/passwd
+	ok_match '"object":"/etc/group' "$RT" --root /run/rauha zone events pm-enforced --format json
+	ok podman rm -f -t 0 rauha-pm-enf
+	ok "$RT" --root /run/rauha zone delete pm-enforced
 }

@@ -1,0 +1,230 @@
+#!/usr/bin/env bats
+# `rauha zone ...` end to end: lifecycle, membership, admission, verify and
+# the event log. The controls themselves are in enforce.bats.
+
+load helpers
+load zone_helpers
+
+# check_passed REPORT NAME: the report has check NAME and it passed.
+check_passed() {
+	jq -e --arg n "$2" 'any(.checks[]; .name == $n and .passed)' <<<"$1" >/dev/null ||
+		fail "check '$2' missing or failed in: $1"
+}
+
+# check_failed REPORT NAME REGEX: check NAME failed with a detail matching REGEX.
+check_failed() {
+	local d
+	d=$(jq -r --arg n "$2" '.checks[] | select(.name == $n and (.passed | not)) | .detail' <<<"$1")
+	[[ -n $d ]] || fail "check '$2' missing or passed in: $1"
+	assert_match "$d" "$3"
+}
+
+@test "default zone: a container without annotations gets its own standard zone, busybox works unchanged" {
+	run_ct plain b
+	rrun rt zone inspect plain
+	assert_success
+	jq -e '.name == "plain" and .policy_source == "preset:standard" and .implicit and ([.members[].id] == ["plain"])' <<<"$stdout" >/dev/null ||
+		fail "unexpected zone: $stdout"
+	rt zone list | grep -qE '^plain +[0-9]+ +enforce +preset:standard +1$' || fail "zone list: $(rt zone list)"
+
+	rexec plain sh -c 'ls / >/dev/null && echo hello >/tmp/x && cat /tmp/x | tr a-z A-Z && echo quiet >/dev/null && head -c4 /dev/zero | wc -c && id -u && hostname'
+	assert_success
+	assert_eq "$stdout" $'HELLO\n4\n0\nrauha'
+	assert_eq "$stderr" ""
+
+	rrun rt delete --force plain
+	assert_success
+	zone_exists plain && fail "the implicit zone outlived its container"
+	assert_nothing_left plain
+}
+
+@test "zone lifecycle: create, list, inspect members, delete refused with members, delete --force" {
+	rrun rt zone create web
+	assert_success
+	rrun rt zone create web
+	assert_error_line "zone web already exists"
+	rrun rt zone create --policy "$(policy db <<-'EOF'
+		[zone]
+		admission = "audit"
+		[network]
+		allowed_egress = ["10.0.0.0/8:5432"]
+	EOF
+	)" db
+	assert_success
+
+	rrun rt zone list --format json
+	assert_success
+	assert_eq "$(jq -c '[.[] | {name, src: .policy_source, n: (.members | length)}] | sort_by(.name)' <<<"$stdout")" \
+		"[{\"name\":\"db\",\"src\":\"file:$BATS_TEST_TMPDIR/db.toml\",\"n\":0},{\"name\":\"web\",\"src\":\"preset:standard\",\"n\":0}]"
+
+	in_zone b web
+	run_ct w1 b
+	make_bundle b2
+	in_zone b2 web
+	run_ct w2 b2
+	rrun rt zone inspect web
+	assert_success
+	assert_eq "$(jq -c '[.members[].id] | sort' <<<"$stdout")" '["w1","w2"]'
+	jq -e '.members[] | select(.id == "w1") | .cgroup_id > 0' <<<"$stdout" >/dev/null || fail "no cgroup id: $stdout"
+
+	# A member asking for another policy than the zone's is refused.
+	make_bundle b3
+	in_zone b3 web strict
+	rrun rt run -d --bundle "$(bundle_dir b3)" w3
+	assert_failure
+	assert_match "$stderr" "zone web already exists with policy preset:standard"
+	assert_nothing_left w3 b3
+
+	rrun rt zone delete web
+	assert_error_line "zone web has 2 member\(s\) \(w1, w2\): delete them first, or use --force"
+	assert_eq "$(ct_status w1)" running
+	rrun rt zone delete --force web
+	assert_success
+	zone_exists web && fail "zone web still listed"
+	assert_nothing_left w1 b
+	assert_nothing_left w2 b2
+
+	rrun rt zone delete db
+	assert_success
+	rrun rt zone list --format json
+	assert_eq "$stdout" "[]"
+	rrun rt zone inspect db
+	assert_error_line "zone db does not exist"
+}
+
+@test "admission strict: a container asking for an unavailable control is refused, nothing left" {
+	pol=$(policy needszones <<-'EOF'
+		[zone]
+		admission = "strict"
+		[network]
+		allowed_zones = ["x"]
+	EOF
+	)
+	in_zone b needy "$pol"
+	rrun rt create --bundle "$(bundle_dir b)" needy
+	assert_failure
+	assert_match "$stderr" "zone needy \(admission strict\) refuses container needy: .*network\.allowed_zones"
+	assert_nothing_left needy
+	zone_exists needy && fail "zone needy was left behind"
+	rrun rt list -q
+	assert_eq "$stdout" ""
+}
+
+@test "admission strict: zone create refuses a policy with an unavailable control" {
+	pol=$(policy needszones <<-'EOF'
+		[zone]
+		admission = "strict"
+		[network]
+		allowed_zones = ["x"]
+	EOF
+	)
+	rrun rt zone create --policy "$pol" needy
+	assert_failure
+	assert_match "$stderr" "network\.allowed_zones"
+	zone_exists needy && fail "zone needy was stored although its policy cannot be enforced"
+	return 0
+}
+
+@test "admission audit: the container starts and verify names the unavailable control (exit 1)" {
+	in_zone b lenient "$(policy lenient <<-'EOF'
+		[zone]
+		admission = "audit"
+		[network]
+		allowed_zones = ["x"]
+	EOF
+	)"
+	run_ct lenient b
+	assert_match "$(cat "$BATS_TEST_TMPDIR/lenient.err")" "zone lenient admits container lenient without: network\.allowed_zones"
+
+	rrun rt zone verify lenient --format json
+	assert_failure 1
+	jq -e '.isolated == false' <<<"$stdout" >/dev/null || fail "isolated: $stdout"
+	check_failed "$stdout" "controls available" "network\.allowed_zones"
+	rrun rt zone verify lenient
+	assert_failure 1
+	assert_match "$stdout" "network\.allowed_zones"
+}
+
+@test "verify: a normal zone is isolated; the JSON report names zone, model, backend and checks" {
+	in_zone b v strict
+	run_ct vc b
+	rrun rt zone verify v --format json
+	assert_success
+	r=$stdout
+	jq -e '.zone == "v" and .model == "SyscallPolicy" and .isolated == true' <<<"$r" >/dev/null || fail "report: $r"
+	# This host refuses BPF-LSM programs (see ENFORCEMENT.md).
+	assert_eq "$(jq -r .backend <<<"$r")" landlock
+	for c in "zone recorded" "controls available" "container vc: state" "container vc: cgroup" \
+		"container vc: namespaces" "hooks attached" "kernel policy" "container vc: member" events; do
+		check_passed "$r" "$c"
+	done
+
+	rrun rt zone verify --container vc --format json
+	assert_success
+	jq -e '.zone == "v" and .container == "vc" and .isolated' <<<"$stdout" >/dev/null || fail "report: $stdout"
+	rrun rt zone verify nosuchzone
+	assert_failure
+}
+
+@test "verify: a member sharing the host's network and pid namespaces fails the namespaces check" {
+	host_net b
+	host_pid b
+	run_ct hostish b
+	rrun rt zone verify --container hostish --format json
+	assert_failure 1
+	jq -e '.isolated == false' <<<"$stdout" >/dev/null || fail "report: $stdout"
+	check_failed "$stdout" "container hostish: namespaces" "shares the host's pid, net namespace"
+	check_passed "$stdout" "container hostish: member"
+}
+
+@test "events: kept per zone under <root>/events without a follower, and outlive the container" {
+	for z in ea eb; do
+		make_bundle "$z"
+		echo secret >"$(bundle_dir "$z")/rootfs/etc/shadow"
+		in_zone "$z" "$z" "$(policy "$z" <<-'EOF'
+			[filesystem]
+			deny = ["/etc/shadow"]
+		EOF
+		)"
+		run_ct "c$z" "$z"
+		rexec "c$z" cat /etc/shadow
+		assert_failure 1
+	done
+	wait_event ea '.control == "file"' >/dev/null
+	[[ -s $ROOT/events/ea.jsonl && -s $ROOT/events/eb.jsonl ]] || fail "event files: $(ls -l "$ROOT/events")"
+	assert_eq "$(zone_events ea | jq -r '.container' | sort -u)" cea
+	assert_eq "$(zone_events eb | jq -r '.container' | sort -u)" ceb
+	assert_eq "$(rt zone events --format json | jq -r .zone | sort -u | tr '\n' ' ')" "ea eb "
+	rrun rt zone events ea --since "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)"
+	assert_success
+	assert_eq "$stdout" ""
+	rrun rt zone events ea
+	assert_success
+	assert_match "$stdout" "DENY zone=ea container=cea pid=[0-9]+ comm=cat control=file object=\"/etc/shadow \(permission denied\)\""
+
+	rt delete --force cea
+	assert_eq "$(zone_events ea | jq -r .object | sort -u)" "/etc/shadow (permission denied)"
+}
+
+@test "events --follow: a running follower receives a new event" {
+	echo secret >"$(bundle_dir b)/rootfs/etc/shadow"
+	in_zone b followed "$(policy followed <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	run_ct fol b
+	# Started directly (not under timeout, whose child would outlive a kill of
+	# it) and without bats' fd 3; stopped by pid here, or by teardown.
+	bg "$RAUHA" --root "$ROOT" zone events followed --follow --format json \
+		>"$BATS_TEST_TMPDIR/follow.out" 2>"$BATS_TEST_TMPDIR/follow.err" </dev/null 3>&-
+	follower=$(tail -n1 "$BATS_TEST_TMPDIR/bg.pids")
+	sleep 0.5
+	rexec fol cat /etc/shadow
+	assert_failure 1
+	wait_file "$BATS_TEST_TMPDIR/follow.out" 10
+	jq -e '.zone == "followed" and .container == "fol" and .control == "file"' "$BATS_TEST_TMPDIR/follow.out" >/dev/null ||
+		fail "follower printed: $(cat "$BATS_TEST_TMPDIR/follow.out" "$BATS_TEST_TMPDIR/follow.err")"
+	kill -TERM "$follower"
+	wait "$follower" || fail "the follower exited with $? on SIGTERM: $(cat "$BATS_TEST_TMPDIR/follow.err")"
+}
