@@ -99,8 +99,7 @@ func (ke *kernelEnforcer) Close() error { return ke.k.Close() }
 
 func (ke *kernelEnforcer) Unavailable(p *zone.Policy) []string {
 	var out []string
-	rules := landlockRules(p, nil)
-	if (len(rules.Writable) > 0 || len(rules.ReadOnly) > 0 || len(rules.Deny) > 0 || len(rules.ExecAllow) > 0 || len(rules.ExecDeny) > 0) && p.Zone.Mode == zone.ModeAudit {
+	if hasPathRules(landlockRules(p, nil)) && p.Zone.Mode == zone.ModeAudit {
 		// Landlock has no "log and allow": an audit zone's file rules would
 		// either deny or not apply at all.
 		out = append(out, "filesystem and exec rules in audit mode")
@@ -285,12 +284,16 @@ func landlockRules(p *zone.Policy, cfg *configs.Config) landlock.Rules {
 	// Signals are different: sharing a pid namespace with the host or
 	// another zone leaves nothing else between the zones, so a shared pid
 	// namespace always gets a scoped domain.
-	hasRules := r.Writable != nil || len(r.ReadOnly)+len(r.Deny)+len(r.ExecAllow)+len(r.ExecDeny) > 0
 	if cfg != nil {
 		r.ScopeSignals = !privateNamespace(cfg, configs.NEWPID)
-		r.ScopeAbstractUnix = hasRules && !privateNamespace(cfg, configs.NEWNET)
+		r.ScopeAbstractUnix = hasPathRules(r) && !privateNamespace(cfg, configs.NEWNET)
 	}
 	return r
+}
+
+// hasPathRules reports whether r restricts any path (needs a domain anyway).
+func hasPathRules(r landlock.Rules) bool {
+	return r.Writable != nil || len(r.ReadOnly)+len(r.Deny)+len(r.ExecAllow)+len(r.ExecDeny) > 0
 }
 
 func privateNamespace(cfg *configs.Config, t configs.NamespaceType) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -143,9 +144,11 @@ func notifyBarrier(client *net.UnixConn) error {
 	switch {
 	case n != 0 || err == nil:
 		return errors.New("notify barrier: unexpected data on the barrier pipe")
+	case errors.Is(err, io.EOF):
+		return nil // the receiver processed our messages and closed its end
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil // the receiver does not implement barriers; nothing to wait for
 	default:
-		return nil
+		return fmt.Errorf("notify barrier: %w", err)
 	}
 }
