@@ -22,6 +22,7 @@ type stdio struct {
 	epoller     *console.Epoller
 	console     *console.EpollConsole
 	hostConsole console.Console
+	raw         bool // hostConsole was put in raw mode and must be reset
 	closers     []io.Closer
 	postStart   []io.Closer // our copies of what the child now holds
 	wg          sync.WaitGroup
@@ -158,21 +159,31 @@ func (t *stdio) relayConsole(sock *os.File) (retErr error) {
 		}
 	}()
 	go func() { _ = ep.Wait() }()
-	go func() { _, _ = io.Copy(ec, os.Stdin) }()
+	// A process outside the terminal's foreground process group that reads
+	// it or changes its modes gets SIGTTIN/SIGTTOU: it would stop (or, with
+	// the signal caught for forwarding, retry forever). Such a background
+	// rauha, e.g. under `sh -c "timeout 30 rauha run"`, leaves the terminal
+	// alone and only relays the container's output.
+	if !inBackground(os.Stdin) {
+		go func() { _, _ = io.Copy(ec, os.Stdin) }()
+	}
 	t.wg.Add(1)
 	go t.copy(os.Stdout, ec)
-	if err := t.hostConsole.SetRaw(); err != nil {
-		return fmt.Errorf("set the host terminal raw: %w", err)
+	if !inBackground(t.hostConsole) {
+		if err := t.hostConsole.SetRaw(); err != nil {
+			return fmt.Errorf("set the host terminal raw: %w", err)
+		}
+		t.raw = true
+		go func() {
+			// In raw mode ^C reaches the container, but a SIGINT sent to rauha
+			// itself must still leave the user's terminal usable.
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, os.Interrupt)
+			<-ch
+			_ = t.hostConsole.Reset()
+			os.Exit(0)
+		}()
 	}
-	go func() {
-		// In raw mode ^C reaches the container, but a SIGINT sent to rauha
-		// itself must still leave the user's terminal usable.
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, os.Interrupt)
-		<-ch
-		_ = t.hostConsole.Reset()
-		os.Exit(0)
-	}()
 	t.epoller, t.console = ep, ec
 	t.closers = []io.Closer{ec}
 	return nil
@@ -202,7 +213,7 @@ func (t *stdio) Close() {
 	for _, c := range t.closers {
 		_ = c.Close()
 	}
-	if t.hostConsole != nil {
+	if t.raw {
 		_ = t.hostConsole.Reset()
 	}
 }
@@ -211,6 +222,13 @@ func (t *stdio) resize() {
 	if t.console != nil && t.hostConsole != nil {
 		_ = t.console.ResizeFrom(t.hostConsole)
 	}
+}
+
+// inBackground reports whether f is a terminal whose foreground process
+// group is not ours.
+func inBackground(f interface{ Fd() uintptr }) bool {
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp != unix.Getpgrp()
 }
 
 // RecvFile receives one file descriptor over a unix socket (SCM_RIGHTS).

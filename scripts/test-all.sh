@@ -11,6 +11,10 @@
 # Prints per-stage timings and closes with "N passed, N failed, N skipped"
 # (go tests + bats tests; a failed build/vet stage counts as one failure).
 # Exits non-zero if anything failed. Works from any cwd.
+#
+# Nothing here may hang: every stage's commands run under timeout(1) with a
+# KILL after the grace period, every bats test under BATS_TEST_TIMEOUT, so a
+# stuck test costs minutes and the summary is always printed.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,9 +41,21 @@ stage() {
 	return $rc
 }
 
+# limited SECONDS CMD...: CMD, killed (its whole process group) after
+# SECONDS and KILLed 30s later; exit status 124 says it timed out.
+limited() {
+	local secs=$1 rc=0
+	shift
+	timeout -k 30 "$secs" "$@" || rc=$?
+	if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+		echo "TIMEOUT: '$*' did not finish within ${secs}s" >&2
+	fi
+	return $rc
+}
+
 run_setup() {
 	if [[ $EUID -eq 0 ]]; then
-		bash "$REPO/scripts/setup-debian.sh"
+		limited 1500 bash "$REPO/scripts/setup-debian.sh"
 	else
 		echo "not root: skipping scripts/setup-debian.sh"
 	fi
@@ -47,7 +63,7 @@ run_setup() {
 
 run_go_test() {
 	local log=$LOGDIR/go-test.log rc=0
-	go test -tags seccomp -count=1 -v ./... >"$log" 2>&1 || rc=$?
+	limited 900 go test -tags seccomp -count=1 -timeout 10m -v ./... >"$log" 2>&1 || rc=$?
 	# Package lines (ok / FAIL / no test files) and every failure in full.
 	grep -E '^(ok|FAIL|---|\?)\s' "$log" | grep -vE '^\s*--- (PASS|SKIP)' || true
 	if [[ $rc -ne 0 ]]; then
@@ -75,7 +91,15 @@ run_bats() {
 		echo "no bats files" >&2
 		return 1
 	fi
-	bats --jobs 1 --timing "${files[@]}" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+	# bats writes to a file that tail follows until bats exits: a container
+	# that outlives a killed test and holds the output open cannot hang the
+	# run (as it would with a pipe to tee).
+	: >"$log"
+	BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-300} limited "${E2E_TIMEOUT:-2400}" \
+		bats --jobs 1 --timing "${files[@]}" >"$log" 2>&1 </dev/null &
+	local bats_pid=$!
+	tail -n +1 --pid="$bats_pid" -f "$log"
+	wait "$bats_pid" || rc=$?
 	local p f s
 	s=$(grep -cE '^ok [0-9]+ .*# skip' "$log" || true)
 	p=$(grep -cE '^ok [0-9]+ ' "$log" || true)
@@ -83,14 +107,17 @@ run_bats() {
 	p=$((p - s))
 	# A test that failed is run once more on its own; one that passes then
 	# is reported as flaky (by name, so it gets fixed) and not as a failure.
-	local name re flaky=()
+	local name re flaky=() retried=0
 	while IFS= read -r name; do
 		[[ -n $name ]] || continue
+		# A broken build fails everything: retrying each would only burn time.
+		((retried++ < 5)) || break
 		re=$(printf '%s' "$name" | sed 's/[][\.*^$()+?{}|/]/\\&/g')
-		if bats --jobs 1 --filter "^$re\$" "${files[@]}" >>"$LOGDIR/bats-retry.tap" 2>&1; then
+		if BATS_TEST_TIMEOUT=300 limited 400 bats --jobs 1 --filter "^$re\$" "${files[@]}" \
+			>>"$LOGDIR/bats-retry.tap" 2>&1 </dev/null; then
 			flaky+=("$name")
 		fi
-	done < <(sed -nE 's/^not ok [0-9]+ (.*) in [0-9]+ms$/\1/p' "$log")
+	done < <(sed -nE 's/^not ok [0-9]+ (.*) in [0-9]+ms( # timeout.*)?$/\1/p' "$log")
 	if [[ ${#flaky[@]} -gt 0 ]]; then
 		printf 'FLAKY (failed, then passed on a retry): %s\n' "${flaky[@]}"
 		f=$((f - ${#flaky[@]}))
@@ -110,14 +137,14 @@ run_bats() {
 }
 
 run_clients_install() {
-	bash "$REPO/tests/clients/setup.bash" install
+	limited 1200 bash "$REPO/tests/clients/setup.bash" install
 }
 
 # Parsers face untrusted input: each fuzz target runs for a short fixed time.
 run_fuzz() {
 	local rc=0 t
 	for t in FuzzParsePolicy FuzzParseEgress FuzzValidateName; do
-		go test -run='^$' -fuzz="^$t\$" -fuzztime="${FUZZTIME:-10s}" ./zone/ 2>&1 | tail -3 || rc=1
+		limited 300 go test -run='^$' -fuzz="^$t\$" -fuzztime="${FUZZTIME:-10s}" ./zone/ 2>&1 | tail -3 || rc=1
 	done
 	return $rc
 }
@@ -126,7 +153,7 @@ run_fuzz() {
 # LSM programs): every hook must deny on every kernel.
 run_vm() {
 	local log=$LOGDIR/vm.log rc=0
-	bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 || rc=$?
+	limited 1200 bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 </dev/null || rc=$?
 	grep -E '^=== vmtest|^(ok|FAIL|PASS)|--- FAIL|vmtest:' "$log" | head -60
 	local p f
 	p=$(grep -cE '^\s*--- PASS:' "$log" || true)
@@ -143,8 +170,8 @@ run_vm() {
 
 total_start=$SECONDS
 stage setup run_setup || { failed=$((failed + 1)); }
-stage build make build || { failed=$((failed + 1)); }
-stage vet go vet ./... || { failed=$((failed + 1)); }
+stage build limited 900 make build || { failed=$((failed + 1)); }
+stage vet limited 600 go vet ./... || { failed=$((failed + 1)); }
 stage unit run_go_test
 stage fuzz run_fuzz || { failed=$((failed + 1)); }
 stage client-setup run_clients_install || { failed=$((failed + 1)); }
