@@ -13,7 +13,7 @@ RUNTIME=${RUNTIME:-$RAUHA}
 BUSYBOX=${BUSYBOX:-/bin/busybox}
 RT_TIMEOUT=${RT_TIMEOUT:-60}
 # Every cgroup this suite makes lives under this prefix, in every hierarchy.
-CG_PREFIX=/rauha-test
+CG_PREFIX=${CG_PREFIX:-/rauha-test}
 # Built once per bats run, shared by all files (read-only after build).
 CACHE_DIR=${BATS_RUN_TMPDIR:-/tmp}/rauha-bats-cache
 
@@ -459,14 +459,14 @@ teardown() {
 	# Whatever still runs in this test's cgroups was started by this test
 	# (through the runtime): kill it by pid, then remove the directories.
 	[[ -n ${TEST_UID:-} ]] || return 0
-	for d in /sys/fs/cgroup/*/rauha-test/"$TEST_UID"-*; do
+	for d in /sys/fs/cgroup/*"$CG_PREFIX"/"$TEST_UID"-*; do
 		[[ -d $d ]] || continue
 		if [[ -f $d/freezer.state ]]; then echo THAWED >"$d/freezer.state" 2>/dev/null || true; fi
 		while read -r pid; do
 			[[ -n $pid ]] && kill -9 "$pid" 2>/dev/null || true
 		done < <(cat "$d/cgroup.procs" 2>/dev/null)
 	done
-	for d in /sys/fs/cgroup/*/rauha-test/"$TEST_UID"-*; do
+	for d in /sys/fs/cgroup/*"$CG_PREFIX"/"$TEST_UID"-*; do
 		[[ -d $d ]] || continue
 		retry 20 0.1 rmdir_tree "$d" || echo "# teardown: could not remove $d" >&2
 	done
