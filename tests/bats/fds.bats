@@ -25,7 +25,7 @@ fds_of() {
 	assert_success
 	wait_status c1 running
 	pid=$(ct_pid c1)
-	retry 30 0.1 test "$(cat "/proc/$pid/comm")" = sleep
+	retry 30 0.1 eval 'test "$(cat "/proc/$pid/comm")" = sleep'
 	assert_eq "$(fds_of "$pid")" "0 1 2 "
 }
 
@@ -33,7 +33,7 @@ fds_of() {
 	rt_with_fds '3>/dev/null 5>/dev/null 7>/dev/null' run -d --bundle "$(bundle_dir b)" c1
 	assert_success
 	pid=$(ct_pid c1)
-	retry 30 0.1 test "$(cat "/proc/$pid/comm")" = sleep
+	retry 30 0.1 eval 'test "$(cat "/proc/$pid/comm")" = sleep'
 	assert_eq "$(fds_of "$pid")" "0 1 2 "
 }
 
@@ -60,7 +60,7 @@ fds_of() {
 	retry 50 0.1 grep -q to-4 "$BATS_TEST_TMPDIR/f4"
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/f3")" to-3
 	pid=$(ct_pid c1)
-	retry 30 0.1 test "$(cat "/proc/$pid/comm")" = sleep
+	retry 30 0.1 eval 'test "$(cat "/proc/$pid/comm")" = sleep'
 	assert_eq "$(fds_of "$pid")" "0 1 2 3 4 "
 }
 

@@ -331,7 +331,9 @@ ct_pid() {
 	rt state "$1" | jq -r .pid
 }
 
-# retry TRIES DELAY CMD...: run CMD until it succeeds.
+# retry TRIES DELAY CMD...: run CMD until it succeeds. The caller's shell
+# expands CMD's arguments once: a value that must be re-read on every try
+# goes in a function or in eval '...' (single quotes).
 retry() {
 	local tries=$1 delay=$2 i
 	shift 2

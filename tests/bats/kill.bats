@@ -10,6 +10,12 @@ trap_bundle() {
 	wait_file "$(bundle_dir b)/rootfs/ready"
 }
 
+# usr1_count_is N: the handler has logged USR1 exactly N times. (A function,
+# so retry re-reads the file each try.)
+usr1_count_is() {
+	[[ $(grep -c USR1 "$(bundle_dir b)/rootfs/sig" 2>/dev/null) == "$1" ]]
+}
+
 @test "kill: default signal is SIGTERM" {
 	trap_bundle
 	rrun rt kill c1
@@ -44,10 +50,10 @@ trap_bundle() {
 	rrun rt kill c1 USR1
 	assert_success
 	# Wait for the first: two pending USR1 would merge into one.
-	retry 80 0.1 test "$(grep -c USR1 "$(bundle_dir b)/rootfs/sig" 2>/dev/null)" = 1
+	retry 80 0.1 usr1_count_is 1
 	rrun rt kill c1 10
 	assert_success
-	retry 80 0.1 test "$(grep -c USR1 "$(bundle_dir b)/rootfs/sig" 2>/dev/null)" = 2
+	retry 80 0.1 usr1_count_is 2
 	rrun rt kill c1 15
 	assert_success
 	wait_status c1 stopped
@@ -85,7 +91,7 @@ trap_bundle() {
 	run_ct c1
 	rt exec -d c1 sleep 1000
 	rt exec -d c1 sleep 1001
-	retry 30 0.1 test "$(wc -l <"/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")" -ge 3
+	retry 30 0.1 eval 'test "$(wc -l <"/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")" -ge 3'
 	rrun rt kill --all c1 KILL
 	assert_success
 	wait_status c1 stopped

@@ -38,7 +38,7 @@ freezer_state() {
 	assert_eq "$(ct_status c1)" running
 	assert_eq "$(freezer_state)" THAWED
 	t1=$(wc -l <"$(bundle_dir b)/rootfs/tick")
-	retry 30 0.1 test "$(wc -l <"$(bundle_dir b)/rootfs/tick")" -gt "$t1"
+	retry 30 0.1 eval 'test "$(wc -l <"$(bundle_dir b)/rootfs/tick")" -gt "$t1"'
 }
 
 @test "resume: a running container fails with one line" {
