@@ -111,6 +111,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	z := adm.zone
 	policy := &z.Policy
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy)...)
+	if enf.Backend() != BackendLSM {
+		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
+	}
 	if len(conflicts) > 0 {
 		if policy.Zone.Admission == zone.AdmissionStrict {
 			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",

@@ -59,7 +59,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 		r.Add("controls available", true, "every control of the policy is enforced by %s", enf.Backend())
 	}
 	for i := range members {
-		e.verifyMember(&members[i], r)
+		e.verifyMember(&members[i], z, enf.Backend() == BackendLSM, r)
 	}
 	enf.Verify(z, members, r)
 	r.Finish()
@@ -67,9 +67,10 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 }
 
 // verifyMember checks what the engine itself guarantees for a member: its
-// cgroup is the one recorded, and its init does not share namespaces with
-// the host.
-func (e *Engine) verifyMember(m *zone.Container, r *zone.IsolationReport) {
+// cgroup is the one recorded, its init does not share namespaces with the
+// host, and, without the bpf-lsm cgroup guard, its configuration gives it no
+// way out of its cgroup.
+func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *zone.IsolationReport) {
 	name := "container " + m.ID
 	c, err := e.Load(m.ID)
 	if err != nil {
@@ -106,6 +107,15 @@ func (e *Engine) verifyMember(m *zone.Container, r *zone.IsolationReport) {
 		r.Add(name+": namespaces", false, "shares the host's %s namespace(s)", strings.Join(shared, ", "))
 	} else {
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
+	}
+	if guarded {
+		return // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
+	}
+	cfg := c.Config()
+	if routes := cgroupEscapeRoutes(&cfg, &z.Policy); len(routes) > 0 {
+		r.Add(name+": cgroup escape", false, "%s", strings.Join(routes, "; "))
+	} else {
+		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no CAP_SYS_ADMIN outside a cgroup namespace")
 	}
 }
 

@@ -399,27 +399,56 @@ ev_is() {
 	local port target
 	port=$(free_port)
 	target=/sys/fs/cgroup/unified$CG_PREFIX/$TEST_UID-escape
-	mkdir "$target"
+	mkdir -p "$target"
 	host_net b
 	cfg b '.mounts += [{destination: "/mnt/cg", type: "bind", source: "/sys/fs/cgroup/unified", options: ["rbind", "rw"]}]'
-	in_zone b jail "$(policy jail <<-'EOF'
+	local jail_policy
+	jail_policy=$(policy jail <<-'EOF'
 		[network]
 		allowed_egress = []
 	EOF
-	)"
-	run_ct jail b
-
-	rexec jail sh -c "nc -w1 127.0.0.1 $port"
-	assert_match "$stderr" "Operation not permitted"
-	rexec jail sh -c "echo \$\$ >/mnt/cg$CG_PREFIX/$TEST_UID-escape/cgroup.procs && cat /proc/self/cgroup | grep '^0::' && nc -w1 127.0.0.1 $port"
-	if [[ $status -ne 0 && $stderr == *"cgroup.procs"* ]]; then
-		assert_match "$stderr" "Permission denied|Operation not permitted"
-		wait_event jail '.object | contains("cgroup.procs")' >/dev/null
+	)
+	in_zone b jail "$jail_policy"
+	rt zone create probe --preset privileged >/dev/null
+	if [[ $(rt zone verify probe --format json | jq -r .backend) == landlock ]]; then
+		# No hook can stop the write on the fallback, so a container with a
+		# route out of its cgroup is not admitted by a strict zone...
+		rrun rt run -d --bundle "$(bundle_dir b)" jail
+		assert_failure 1
+		assert_match "$stderr" "refuses container jail: cgroup escape guard: /mnt/cg is a writable mount of the cgroup hierarchy"
+		assert_nothing_left jail
+		# ...and one an audit zone admits fails verify, naming the route.
+		cfg b '.annotations["org.rauha.zone"] = "loose" | del(.annotations["org.rauha.policy"])'
+		rt zone create loose --policy "$(policy loose <<-'EOF'
+			[zone]
+			admission = "audit"
+			[network]
+			allowed_egress = []
+		EOF
+		)" >/dev/null
+		run_ct jail b
+		rrun rt zone verify --container jail --format json
+		assert_failure 1
+		jq -e '.isolated == false and any(.checks[]; .name == "container jail: cgroup escape" and (.passed | not) and (.detail | contains("/mnt/cg")))' <<<"$stdout" >/dev/null ||
+			fail "verify does not name the escape route: $stdout"
+		# A read-only mount of the hierarchy is no route: admitted, verified.
+		rt delete --force jail
+		cfg b '(.mounts[] | select(.destination == "/mnt/cg")).options = ["rbind", "ro"]'
+		in_zone b jail "$jail_policy"
+		run_ct jail b
+		rrun rt zone verify --container jail --format json
+		jq -e '.zone == "jail" and any(.checks[]; .name == "container jail: cgroup escape" and .passed)' <<<"$stdout" >/dev/null ||
+			fail "verify flags a read-only cgroup mount: $stdout"
+		rexec jail sh -c "echo \$\$ >/mnt/cg$CG_PREFIX/$TEST_UID-escape/cgroup.procs"
+		assert_failure
+		assert_match "$stderr" "Read-only file system"
 		return 0
 	fi
-	show
-	# The process left the zone: cgroup line and an egress the zone denies.
-	assert_match "$stdout" "^0::$CG_PREFIX/$TEST_UID-escape$"
-	assert_match "$stderr" "Connection refused"
-	skip "not enforced on the $(rt zone verify jail --format json | jq -r .backend) backend: a zone process with a writable cgroup2 mount moved itself to $CG_PREFIX/$TEST_UID-escape and its egress rule (allowed_egress = []) no longer applied; the cgroup-escape guard is a BPF-LSM hook only"
+	run_ct jail b
+	rexec jail sh -c "nc -w1 127.0.0.1 $port"
+	assert_match "$stderr" "Operation not permitted"
+	rexec jail sh -c "echo \$\$ >/mnt/cg$CG_PREFIX/$TEST_UID-escape/cgroup.procs"
+	assert_failure
+	assert_match "$stderr" "Permission denied|Operation not permitted"
+	wait_event jail '.object | contains("cgroup.procs")' >/dev/null
 }
