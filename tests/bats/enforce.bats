@@ -395,6 +395,40 @@ ev_is() {
 	assert_failure 1
 }
 
+@test "ptrace: zones sharing the host pid namespace cannot trace each other or the host" {
+	local host b1pid tracer
+	tracer=$(build_helper ptrace)
+	for b in a1 b1; do
+		make_bundle "$b"
+		host_pid "$b"
+		# CAP_SYS_PTRACE, so only the zone boundary can say no.
+		cfg "$b" '.process.capabilities[] += ["CAP_SYS_PTRACE"]'
+		cp "$tracer" "$(bundle_dir "$b")/rootfs/bin/ptrace"
+	done
+	in_zone a1 sa privileged
+	in_zone b1 sb privileged
+	run_ct a1 a1
+	run_ct b1 b1
+	b1pid=$(ct_pid b1)
+	host=$(host_sleep)
+
+	# The tool and the capability work: a zone task traces its own child.
+	rexec a1 sh -c 'sleep 60 & ptrace $!; r=$?; kill $!; exit $r'
+	assert_success
+	assert_match "$stdout" "^traced [0-9]+$"
+	rexec a1 ptrace "$b1pid"
+	assert_failure 1
+	assert_match "$stderr" "ptrace $b1pid: operation not permitted"
+	rexec a1 ptrace "$host"
+	assert_failure 1
+	assert_match "$stderr" "ptrace $host: operation not permitted"
+	ev=$(wait_event sa ".control == \"ptrace\" and .target_pid == $b1pid")
+	ev_is "$ev" '.container == "a1" and .decision == "deny"'
+	# The host is not in a zone: it may trace a zone's task.
+	run "$tracer" "$b1pid"
+	assert_success
+}
+
 @test "cgroup escape: writing cgroup.procs outside the zone's subtree" {
 	local port target
 	port=$(free_port)
