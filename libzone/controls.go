@@ -138,6 +138,7 @@ func filterDevices(cfg *configs.Config, names []string) {
 //     "cgroup" mounts show only the container's subtree and are not counted);
 //   - CAP_SYS_ADMIN, kept by the policy, without a private cgroup namespace:
 //     it can mount the whole hierarchy itself.
+//
 // Leaving a cgroup escapes the cgroup-bound controls (egress programs, device
 // rules, limits); the Landlock domain and seccomp filter stay with the task.
 func cgroupEscapeRoutes(cfg *configs.Config, p *zone.Policy) []string {
