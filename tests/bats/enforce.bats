@@ -429,6 +429,36 @@ ev_is() {
 	assert_success
 }
 
+@test "abstract unix sockets: a host-network zone with path rules cannot reach the host's" {
+	local tool name
+	tool=$(build_helper abstract)
+	name=rauha-test-$TEST_UID
+	bg "$tool" listen "$name"
+	retry 50 0.1 "$tool" connect "$name"
+	for b in ruled plain; do
+		make_bundle "$b"
+		host_net "$b"
+		cp "$tool" "$(bundle_dir "$b")/rootfs/bin/abstract"
+	done
+	in_zone ruled ruled "$(policy ruled <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	run_ct ruled ruled
+	run_ct plain plain
+
+	rexec ruled abstract connect "$name"
+	assert_failure 1
+	assert_match "$stderr" "connect @$name: operation not permitted"
+	# Known limit (README): scoping rides on the Landlock domain of path
+	# rules, so a zone without any reaches host abstract sockets; asserted
+	# so a change is seen.
+	rexec plain abstract connect "$name"
+	assert_success
+	assert_eq "$stdout" hello
+}
+
 @test "cgroup escape: writing cgroup.procs outside the zone's subtree" {
 	local port target
 	port=$(free_port)
