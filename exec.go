@@ -18,6 +18,7 @@ var execCommand = &cli.Command{
 	ArgsUsage: "<container-id> <command> [args...]",
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "console-socket", Usage: "AF_UNIX socket that receives the pty master"},
+		pidfdSocketFlag,
 		&cli.StringFlag{Name: "cwd", Usage: "working directory in the container"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set an environment variable (KEY=value)"},
 		&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a pseudo-terminal"},

@@ -76,15 +76,19 @@ func ioOptions(c *cli.Context) (libzone.IOOptions, error) {
 	return libzone.IOOptions{
 		Detach:        c.Bool("detach"),
 		ConsoleSocket: c.String("console-socket"),
+		PidfdSocket:   c.String("pidfd-socket"),
 		PidFile:       pidFile,
 		PreserveFDs:   c.Int("preserve-fds"),
 		NoSubreaper:   c.Bool("no-subreaper"),
 	}, nil
 }
 
+var pidfdSocketFlag = &cli.StringFlag{Name: "pidfd-socket", Usage: "AF_UNIX socket that receives a pidfd of the process (SCM_RIGHTS)"}
+
 var createFlags = []cli.Flag{
 	&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Usage: "path to the bundle directory (default: the current directory)"},
 	&cli.StringFlag{Name: "console-socket", Usage: "AF_UNIX socket that receives the pty master of the container's terminal"},
+	pidfdSocketFlag,
 	&cli.StringFlag{Name: "pid-file", Usage: "write the container init's pid to this file"},
 	&cli.BoolFlag{Name: "no-pivot", Usage: "do not use pivot_root to jail the container (for a rootfs on a ramdisk)"},
 	&cli.BoolFlag{Name: "no-new-keyring", Usage: "do not create a new session keyring for the container"},
@@ -104,9 +108,11 @@ func createOptions(c *cli.Context) (*libzone.Bundle, libzone.CreateOptions, erro
 		NoNewKeyring: c.Bool("no-new-keyring"),
 		Keep:         c.Bool("keep"),
 	}
-	if o.ConsoleSocket != "" {
-		if o.ConsoleSocket, err = filepath.Abs(o.ConsoleSocket); err != nil {
-			return nil, o, err
+	for _, sock := range []*string{&o.ConsoleSocket, &o.PidfdSocket} {
+		if *sock != "" {
+			if *sock, err = filepath.Abs(*sock); err != nil {
+				return nil, o, err
+			}
 		}
 	}
 	b, err := libzone.OpenBundle(c.String("bundle"))

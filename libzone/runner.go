@@ -19,6 +19,7 @@ import (
 type IOOptions struct {
 	Detach        bool   // return once the process runs, do not wait for it
 	ConsoleSocket string // where to send the pty master (with a terminal and Detach)
+	PidfdSocket   string // where to send a pidfd of the process
 	PidFile       string // write the process's host pid here
 	PreserveFDs   int    // pass fds 3..3+N-1 on to the process
 	NoSubreaper   bool   // do not become the subreaper of the process's children
@@ -84,6 +85,15 @@ func (r *runner) run(spec *specs.Process) (int, error) {
 			return -1, err
 		}
 		defer release()
+	}
+	if r.io.PidfdSocket != "" {
+		sock, err := dialUnix(r.io.PidfdSocket)
+		if err != nil {
+			return -1, fmt.Errorf("--pidfd-socket: %w", err)
+		}
+		// libcontainer's init sends the pidfd over it (SCM_RIGHTS).
+		defer sock.Close()
+		p.PidfdSocket = sock
 	}
 	relay := newSignalRelay(!r.io.NoSubreaper, r.notify)
 	io, err := setupIO(p, r.lc, spec.Terminal, detach, r.io.ConsoleSocket)

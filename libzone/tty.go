@@ -51,20 +51,11 @@ func setupIO(p *libcontainer.Process, c *libcontainer.Container, terminal, detac
 			go func() { t.consoleC <- t.relayConsole(parent) }()
 			return t, nil
 		}
-		conn, err := net.Dial("unix", consoleSocket)
+		sock, err := dialUnix(consoleSocket)
 		if err != nil {
-			return nil, fmt.Errorf("connect to console socket %s: %w", consoleSocket, err)
+			return nil, fmt.Errorf("console socket: %w", err)
 		}
-		defer func() {
-			if retErr != nil {
-				conn.Close()
-			}
-		}()
-		sock, err := conn.(*net.UnixConn).File()
-		if err != nil {
-			return nil, fmt.Errorf("console socket %s: %w", consoleSocket, err)
-		}
-		t.postStart = append(t.postStart, conn, sock)
+		t.postStart = append(t.postStart, sock)
 		p.ConsoleSocket = sock
 		return t, nil
 	}
@@ -229,6 +220,21 @@ func (t *stdio) resize() {
 func inBackground(f interface{ Fd() uintptr }) bool {
 	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 	return err == nil && pgrp != unix.Getpgrp()
+}
+
+// dialUnix connects to the AF_UNIX socket at path, for libcontainer to send
+// a file over (the pty master, a pidfd).
+func dialUnix(path string) (*os.File, error) {
+	conn, err := net.Dial("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", path, err)
+	}
+	defer conn.Close()
+	f, err := conn.(*net.UnixConn).File()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
 }
 
 // RecvFile receives one file descriptor over a unix socket (SCM_RIGHTS).

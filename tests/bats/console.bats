@@ -84,3 +84,37 @@ start_recvtty() {
 		assert_match "$out" "rc=0"
 	done
 }
+
+# start_pidfd_peer: a --pidfd-socket peer at $PIDFD_SOCK that writes the Pid:
+# line of the pidfd it receives to $PIDFD_OUT.
+start_pidfd_peer() {
+	requires go
+	"$RUNTIME" create --help | grep -q -- --pidfd-socket || skip "the runtime has no --pidfd-socket (runc < 1.2)"
+	PIDFD_SOCK=$BATS_TEST_TMPDIR/pidfd.sock
+	PIDFD_OUT=$BATS_TEST_TMPDIR/pidfd.out
+	rm -f "$BATS_TEST_TMPDIR/pidfd.ready" "$PIDFD_SOCK" "$PIDFD_OUT"
+	bg "$(build_helper recvtty)" -pidfd -out "$PIDFD_OUT" -ready "$BATS_TEST_TMPDIR/pidfd.ready" "$PIDFD_SOCK"
+	wait_file "$BATS_TEST_TMPDIR/pidfd.ready"
+}
+
+@test "create and exec: --pidfd-socket receives a pidfd of the init and of the exec'd process" {
+	start_pidfd_peer
+	rrun rt create --pidfd-socket "$PIDFD_SOCK" --bundle "$(bundle_dir b)" c1
+	assert_success
+	wait_file "$PIDFD_OUT"
+	assert_eq "$(cat "$PIDFD_OUT")" "Pid: $(ct_pid c1)"
+	rt start c1
+
+	start_pidfd_peer
+	rrun rt exec -d --pid-file "$BATS_TEST_TMPDIR/exec.pid" --pidfd-socket "$PIDFD_SOCK" c1 sleep 100
+	assert_success
+	wait_file "$PIDFD_OUT"
+	assert_eq "$(cat "$PIDFD_OUT")" "Pid: $(cat "$BATS_TEST_TMPDIR/exec.pid")"
+}
+
+@test "--pidfd-socket pointing nowhere fails and leaves nothing" {
+	"$RUNTIME" create --help | grep -q -- --pidfd-socket || skip "the runtime has no --pidfd-socket (runc < 1.2)"
+	rrun rt create --pidfd-socket "$BATS_TEST_TMPDIR/nosuch.sock" --bundle "$(bundle_dir b)" c1
+	assert_error_line 'pidfd-socket.*(no such|connect)'
+	assert_nothing_left c1
+}

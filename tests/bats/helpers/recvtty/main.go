@@ -2,8 +2,10 @@
 // listens on a unix socket, receives the pty master that an OCI runtime sends
 // for a container started with --tty --console-socket, writes what the
 // container prints to a file, and optionally types a line into the pty.
+// With -pidfd it is the --pidfd-socket peer instead: it writes the "Pid:"
+// line of the received pidfd's fdinfo and exits.
 //
-// Usage: recvtty [-out FILE] [-in TEXT] [-ready FILE] SOCKET
+// Usage: recvtty [-out FILE] [-in TEXT] [-ready FILE] [-pidfd] SOCKET
 //
 // It serves one connection and exits when the pty reaches EOF (the container
 // side was closed), or is killed by the test's teardown.
@@ -15,6 +17,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -22,18 +25,19 @@ func main() {
 	out := flag.String("out", "", "file to copy the pty output to (default stdout)")
 	in := flag.String("in", "", "text written to the pty once it is received")
 	ready := flag.String("ready", "", "file created once the socket listens")
+	pidfd := flag.Bool("pidfd", false, "receive a pidfd, write its fdinfo Pid: line and exit")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: recvtty [-out FILE] [-in TEXT] [-ready FILE] SOCKET")
+		fmt.Fprintln(os.Stderr, "usage: recvtty [-out FILE] [-in TEXT] [-ready FILE] [-pidfd] SOCKET")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *out, *in, *ready); err != nil {
+	if err := run(flag.Arg(0), *out, *in, *ready, *pidfd); err != nil {
 		fmt.Fprintln(os.Stderr, "recvtty:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, outPath, input, ready string) error {
+func run(path, outPath, input, ready string, pidfd bool) error {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return fmt.Errorf("listen on console socket %s: %w", path, err)
@@ -64,6 +68,9 @@ func run(path, outPath, input, ready string) error {
 		defer f.Close()
 		w = f
 	}
+	if pidfd {
+		return writePidLine(w, master)
+	}
 	if input != "" {
 		if _, err := master.Write([]byte(input)); err != nil {
 			return fmt.Errorf("write to pty: %w", err)
@@ -93,6 +100,21 @@ func recvFd(conn *net.UnixConn) (*os.File, error) {
 		return nil, fmt.Errorf("receive pty master: expected one fd (%v)", err)
 	}
 	return os.NewFile(uintptr(fds[0]), string(name[:n])), nil
+}
+
+// writePidLine writes the "Pid:" line of f's fdinfo, which only a pidfd has.
+func writePidLine(w io.Writer, f *os.File) error {
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", f.Fd()))
+	if err != nil {
+		return fmt.Errorf("read fdinfo: %w", err)
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if strings.HasPrefix(line, "Pid:") {
+			_, err := fmt.Fprintln(w, strings.Join(strings.Fields(line), " "))
+			return err
+		}
+	}
+	return fmt.Errorf("the received fd is no pidfd: fdinfo has no Pid: line:\n%s", info)
 }
 
 func isEIO(err error) bool {
