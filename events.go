@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/rauha-runtime/rauha/libzone"
 )
 
 var eventsCommand = &cli.Command{
@@ -29,26 +31,52 @@ var eventsCommand = &cli.Command{
 		if err != nil {
 			return err
 		}
+		status, err := ct.Status()
+		if err != nil {
+			return err
+		}
+		if status == "stopped" {
+			return fmt.Errorf("container %s is not running: no events", ct.ID())
+		}
 		enc := json.NewEncoder(os.Stdout)
-		for {
-			status, err := ct.Status()
-			if err != nil {
-				return err
-			}
-			if status == "stopped" {
-				return fmt.Errorf("container %s is stopped: no stats", ct.ID())
-			}
+		emit := func() error {
 			ev, err := ct.StatsEvent()
 			if err != nil {
 				return err
 			}
-			if err := enc.Encode(ev); err != nil {
-				return err
+			return enc.Encode(ev)
+		}
+		if c.Bool("stats") {
+			return emit()
+		}
+		// Stats every interval and, as runc, an "oom" event per OOM kill,
+		// until the container stops.
+		oom, err := ct.NotifyOOM()
+		if err != nil {
+			return err
+		}
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		if err := emit(); err != nil {
+			return err
+		}
+		for {
+			select {
+			case _, ok := <-oom:
+				if !ok { // the cgroup is gone
+					return nil
+				}
+				if err := enc.Encode(&libzone.Event{Type: "oom", ID: ct.ID()}); err != nil {
+					return err
+				}
+			case <-tick.C:
+				if st, err := ct.Status(); err != nil || st == "stopped" {
+					return err
+				}
+				if err := emit(); err != nil {
+					return err
+				}
 			}
-			if c.Bool("stats") {
-				return nil
-			}
-			time.Sleep(interval)
 		}
 	},
 }

@@ -1,6 +1,8 @@
 package libzone
 
 import (
+	"fmt"
+
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/types"
 )
@@ -69,4 +71,14 @@ func blkio(in []cgroups.BlkioStatEntry) []types.BlkioEntry {
 		out = append(out, types.BlkioEntry(e))
 	}
 	return out
+}
+
+// NotifyOOM returns a channel that receives a value on every OOM kill in the
+// container's cgroup and is closed once the cgroup is gone.
+func (c *Container) NotifyOOM() (<-chan struct{}, error) {
+	ch, err := c.lc.NotifyOOM()
+	if err != nil {
+		return nil, fmt.Errorf("watch container %s for OOM kills: %w", c.ID(), err)
+	}
+	return ch, nil
 }

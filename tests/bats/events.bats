@@ -45,3 +45,29 @@ load helpers
 	rrun rt events --stats c1
 	assert_failure 1
 }
+
+@test "events: an OOM kill in the container is an oom event" {
+	requires cgroups_v1
+	cfg b '.linux.resources.memory = {limit: 33554432, swap: 33554432}'
+	# tail buffers /dev/zero's endless "line" until the cgroup's OOM killer
+	# ends it; the init lives on.
+	set_args b sh -c 'while [ ! -e /go ]; do sleep 0.1; done; tail /dev/zero; sleep 3600'
+	run_ct c1
+	# The first stats line (after one interval for runc) says the OOM watch
+	# is set up.
+	rt events --interval 500ms c1 >"$BATS_TEST_TMPDIR/events.out" 2>&1 &
+	local events=$!
+	echo "$events" >>"$BATS_TEST_TMPDIR/bg.pids"
+	retry 50 0.1 grep -q '"type":"stats"' "$BATS_TEST_TMPDIR/events.out"
+	touch "$(bundle_dir b)/rootfs/go"
+	retry 100 0.1 grep -q '"type":"oom"' "$BATS_TEST_TMPDIR/events.out" ||
+		fail "no oom event: $(cat "$BATS_TEST_TMPDIR/events.out"); memory.failcnt $(cat /sys/fs/cgroup/memory"$(cg_path b)"/memory.failcnt)"
+	grep -m1 '"type":"oom"' "$BATS_TEST_TMPDIR/events.out" | jq -e '.id == "c1"' >/dev/null
+	# events ends by itself once the container is gone (rauha already when it
+	# stops), with status 0.
+	rt kill c1 KILL
+	wait_status c1 stopped
+	rt delete c1
+	retry 100 0.1 eval '! kill -0 $events 2>/dev/null'
+	wait "$events"
+}
