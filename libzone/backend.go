@@ -97,7 +97,7 @@ func (ke *kernelEnforcer) Backend() string {
 
 func (ke *kernelEnforcer) Close() error { return ke.k.Close() }
 
-func (ke *kernelEnforcer) Unavailable(p *zone.Policy) []string {
+func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []string {
 	var out []string
 	if hasPathRules(landlockRules(p, nil, ke.k.LSM())) && p.Zone.Mode == zone.ModeAudit {
 		// Landlock has no "log and allow": an audit zone's file rules would
@@ -105,6 +105,11 @@ func (ke *kernelEnforcer) Unavailable(p *zone.Policy) []string {
 		out = append(out, "filesystem and exec rules in audit mode")
 	}
 	abi := landlock.ABI()
+	if cfg != nil && landlockRules(p, cfg, ke.k.LSM()).ScopeSignals && abi < 6 {
+		// Nothing else stands between zones that share a pid namespace on
+		// the fallback (found on 6.1 in the VM lane: a zone killed another).
+		out = append(out, fmt.Sprintf("signals: the container shares a pid namespace and Landlock ABI %d cannot scope signals (6 is needed)", abi))
+	}
 	switch {
 	case abi == 0 && (p.Filesystem.WritablePaths != nil || len(p.Filesystem.ReadOnly) > 0 || len(p.Filesystem.Deny) > 0):
 		out = append(out, "filesystem")

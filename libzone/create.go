@@ -110,7 +110,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	// 2. Admission: controls the policy asks for that cannot be had.
 	z := adm.zone
 	policy := &z.Policy
-	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy)...)
+	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
 	if len(conflicts) > 0 {
 		if policy.Zone.Admission == zone.AdmissionStrict {
 			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",
