@@ -149,6 +149,10 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &raw); err != nil {
 			return out, fmt.Errorf("decode event of %d bytes: %w", len(rec.RawSample), err)
 		}
+		if k.lsm && Hook(raw.Hook) == HookSysExit && Control(raw.Control) != ControlFile && Control(raw.Control) != ControlExec {
+			// The LSM hook that denied it sent its own event.
+			continue
+		}
 		out = append(out, decodeEvent(&raw, clock))
 	}
 	return out, nil

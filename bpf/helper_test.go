@@ -100,8 +100,8 @@ func helperOp(op string, args []string) error {
 		pid, _ := strconv.Atoi(args[0])
 		// Exiting detaches; PTRACE_SEIZE does not stop the tracee.
 		return unix.PtraceSeize(pid)
-	case "chown":
-		return unix.Chown(args[0], 1, 1)
+	case "unshare-uts": // needs CAP_SYS_ADMIN in the helper's user namespace
+		return unix.Unshare(unix.CLONE_NEWUTS)
 	case "sleep": // a target for signals and ptrace, until killed
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -141,6 +141,7 @@ type workload struct {
 	cgroup string              // cgroup-v2 directory to start in ("" = the test's own)
 	cred   *syscall.Credential // nil = root
 	netns  bool                // in a new network namespace
+	userns bool                // in a new user namespace, as its root
 	exe    string              // the helper binary; "" = this test binary
 }
 
@@ -155,6 +156,11 @@ func (w workload) command(t *testing.T, args ...string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.cred}
 	if w.netns {
 		cmd.SysProcAttr.Cloneflags = unix.CLONE_NEWNET
+	}
+	if w.userns {
+		cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
 	}
 	if w.cgroup != "" {
 		f, err := os.Open(w.cgroup)

@@ -6,7 +6,7 @@ package bpf
 // attaches a program, off the path of every rauha command.
 func InstalledBackend(pinDir string) (lsm, known bool) {
 	for _, candidate := range []bool{true, false} {
-		for _, p := range backendPrograms(candidate) {
+		for _, p := range ownPrograms(candidate) {
 			pin := linkPin(pinDir, p.name)
 			if p.perMember {
 				pin = progPin(pinDir, p.name)

@@ -9,8 +9,11 @@
 //     capable, plus a cgroup-escape guard inside file_open;
 //   - fallback, for kernels that refuse LSM programs (Landlock enforces files,
 //     exec and signals there): cgroup/connect4|6 and cgroup/sendmsg4|6 on
-//     every member's cgroup for the egress allow-list, and a sys_exit
-//     observer that reports what Landlock denied.
+//     every member's cgroup for the egress allow-list;
+//   - both: a sys_exit observer that reports what Landlock denied. libzone
+//     enforces filesystem and exec rules with Landlock on either backend,
+//     and Landlock runs before the BPF LSM (lsm= order), so its denials never
+//     reach lsm/file_open: without the observer they would leave no event.
 //
 // Pin layout under the pin directory: the maps by name; global links as
 // link_<program>; the fallback's cgroup programs as prog_<program>; each
@@ -50,6 +53,7 @@ const MaxZones = uint32(rauhaLimitsMAX_ZONES)
 type hookProgram struct {
 	name      string // function name in the C source
 	lsm       bool   // part of the bpf-lsm backend, else of the fallback
+	shared    bool   // part of both backends (lsm is ignored)
 	perMember bool   // attached to every member's cgroup, else once globally
 	attach    ebpf.AttachType
 }
@@ -59,7 +63,7 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgEgressConnect6, perMember: true, attach: ebpf.AttachCGroupInet6Connect},
 	{name: rauhaProgEgressSendmsg4, perMember: true, attach: ebpf.AttachCGroupUDP4Sendmsg},
 	{name: rauhaProgEgressSendmsg6, perMember: true, attach: ebpf.AttachCGroupUDP6Sendmsg},
-	{name: rauhaProgObserveSysExit, attach: ebpf.AttachTraceRawTp},
+	{name: rauhaProgObserveSysExit, shared: true, attach: ebpf.AttachTraceRawTp},
 	{name: rauhaProgZoneFileOpen, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneBprmCheck, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZonePtrace, lsm: true, attach: ebpf.AttachLSMMac},
@@ -69,10 +73,23 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneCapable, lsm: true, attach: ebpf.AttachLSMMac},
 }
 
+// backendPrograms are the programs a backend installs.
 func backendPrograms(lsm bool) []hookProgram {
 	var out []hookProgram
 	for _, p := range hookPrograms {
-		if p.lsm == lsm {
+		if p.shared || p.lsm == lsm {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ownPrograms are the programs only this backend installs: their pins tell
+// which backend a pin directory holds.
+func ownPrograms(lsm bool) []hookProgram {
+	var out []hookProgram
+	for _, p := range backendPrograms(lsm) {
+		if !p.shared {
 			out = append(out, p)
 		}
 	}
@@ -340,7 +357,7 @@ func netnsCookie() (uint64, error) {
 }
 
 func checkBackend(pinDir string, lsm bool) error {
-	for _, p := range backendPrograms(!lsm) {
+	for _, p := range ownPrograms(!lsm) {
 		pin := linkPin(pinDir, p.name)
 		if p.perMember {
 			pin = progPin(pinDir, p.name)

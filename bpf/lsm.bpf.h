@@ -264,6 +264,16 @@ int BPF_PROG(zone_capable, const struct cred *cred, struct user_namespace *ns, i
 	if (!zone || cap < 0 || cap > 63)
 		return 0;
 
+	/* Only capabilities in a user namespace below the initial one. In the
+	 * initial one a zone task holds no more than the container's OCI sets
+	 * (bounding set included), and the runtime itself needs its full set
+	 * there: `rauha exec` joins the member cgroup before it enters the
+	 * container's namespaces (setns needs CAP_SYS_ADMIN). A user namespace
+	 * a zone task creates would give it every capability again; this is
+	 * where the zone's list still holds. */
+	if (BPF_CORE_READ(ns, level) == 0)
+		return 0;
+
 	/* Only the task's own credentials: not has_capability() on another
 	 * task, not kernel code running on overridden creds (overlayfs copy-up
 	 * uses the mounter's), which current does not own. Raw slot, as above. */

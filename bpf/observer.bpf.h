@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
 /*
- * Deny observer for the fallback backend. Landlock enforces files, exec,
- * signals and TCP connect there but reports nothing to us, so this program
- * turns failed syscalls of zone tasks (-EACCES/-EPERM) into events.
+ * Deny observer. Landlock enforces files and exec on both backends (and
+ * signals and TCP connect on the fallback) but reports nothing to us, so
+ * this program turns failed syscalls of zone tasks (-EACCES/-EPERM) into
+ * events. On the bpf-lsm backend the loader keeps only its file and exec
+ * events: the LSM hooks report the rest themselves.
  *
  * Only sys_exit is hooked: the arguments are read from the pt_regs the
  * kernel saved at syscall entry (syscalls do not modify them), and a failed

@@ -1,16 +1,24 @@
 #!/bin/bash
 # vmtest.sh - run the bpf package's tests, including the BPF-LSM ones that
-# this project's VM and CI kernel refuse (EPERM), inside throw-away QEMU
-# guests booted from Debian kernels (../shared/vm-lane/run-in-vm.sh).
+# this project's VM and CI kernel refuse (EPERM), and the rauha binary's
+# zone enforcement matrix (tests/vm/matrix.sh) inside throw-away QEMU guests
+# booted from Debian kernels (../shared/vm-lane/run-in-vm.sh).
 #
 #   bpf/vmtest.sh [KERNEL...]      KERNEL: 6.1 (default suite), 6.12, sid, nobpf
 #
-# Default: 6.1, 6.12 and nobpf. Each kernel boots with lsm=...,bpf and runs
-# the static test binary with RAUHA_EXPECT_LSM=1, so a kernel that refuses
-# the LSM programs fails the run instead of skipping. nobpf boots 6.1
-# without bpf in lsm=, where LSM programs load and attach but never run:
-# Probe must say so (RAUHA_EXPECT_LSM=0). Extra `go test` flags go in
-# VMTEST_FLAGS (e.g. VMTEST_FLAGS='-test.run TestLSM').
+# Default: 6.1, 6.12 and nobpf. Each kernel boots once (the expensive part)
+# and runs both: the static test binary with RAUHA_EXPECT_LSM=1, so a kernel
+# that refuses the LSM programs fails the run instead of skipping, then the
+# matrix, which must find the bpf-lsm backend. nobpf boots 6.1 without bpf
+# in lsm=, where LSM programs load and attach but never run: Probe must say
+# so (RAUHA_EXPECT_LSM=0) and rauha must pick the landlock fallback. Extra
+# `go test` flags go in VMTEST_FLAGS (e.g. VMTEST_FLAGS='-test.run TestLSM');
+# VMTEST_MATRIX=0 leaves the matrix out.
+#
+# rauha needs cgo (libcontainer's nsenter, libseccomp): the binary `make
+# build` produces goes in with VM_BINS, which copies it to the same path in
+# the guest together with the shared libraries ldd lists, so the guest runs
+# the exact binary that `make install` ships.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,22 +30,33 @@ trap 'rm -rf "$payload"' EXIT
 mkdir "$payload/bin"
 chmod 755 "$payload" "$payload/bin" # helpers run as nobody too
 (cd "$here" && CGO_ENABLED=0 go test -c -o "$payload/bin/bpf.test" .)
+repo=$(cd "$here/.." && pwd)
+matrix=${VMTEST_MATRIX:-1}
+bins=
+if [ "$matrix" = 1 ]; then
+	make -C "$repo" --no-print-directory build >&2
+	bins=$repo/rauha
+	cp "$repo/tests/vm/matrix.sh" "$payload/bin/"
+fi
 
 kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.1 6.12 nobpf)
 failed=()
 for k in "${kernels[@]}"; do
-	expect=1
+	expect=1 backend=bpf-lsm
 	case $k in
 	6.1) env=() ;;
 	6.12) env=(VM_KERNEL_PKG='linux-image-6.12.*-cloud-amd64-unsigned') ;;
 	sid) env=(VM_APT_SUITE=sid) ;;
-	nobpf) env=(VM_LSM=landlock,lockdown,yama) expect=0 ;;
+	nobpf) env=(VM_LSM=landlock,lockdown,yama) expect=0 backend=landlock ;;
 	*) echo "vmtest: unknown kernel $k (6.1, 6.12, sid, nobpf)" >&2; exit 2 ;;
 	esac
 	echo "=== vmtest: kernel $k"
-	if env "${env[@]}" VM_TIMEOUT="${VM_TIMEOUT:-900}" "$lane" "$payload" \
-		"uname -r; RAUHA_EXPECT_LSM=$expect bpf.test -test.v -test.count=1 ${VMTEST_FLAGS:-}"; then
+	cmd="uname -r; RAUHA_EXPECT_LSM=$expect bpf.test -test.v -test.count=1 ${VMTEST_FLAGS:-}; s=\$?"
+	if [ "$matrix" = 1 ]; then
+		cmd="$cmd; RAUHA=$bins BACKEND=$backend bash /payload/bin/matrix.sh || s=1"
+	fi
+	if env "${env[@]}" VM_BINS="$bins" VM_TIMEOUT="${VM_TIMEOUT:-900}" "$lane" "$payload" "$cmd; exit \$s"; then
 		echo "=== vmtest: kernel $k PASS"
 	else
 		echo "=== vmtest: kernel $k FAIL ($?)"

@@ -110,7 +110,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	// 2. Admission: controls the policy asks for that cannot be had.
 	z := adm.zone
 	policy := &z.Policy
-	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy)...)
+	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
 	if enf.Backend() != BackendLSM {
 		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
 	}

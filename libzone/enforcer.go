@@ -16,7 +16,9 @@ type Enforcer interface {
 	Backend() string
 	// Unavailable lists the controls policy p asks for that this backend
 	// cannot enforce on this kernel (admission decides what that means).
-	Unavailable(p *zone.Policy) []string
+	// cfg, when not nil, is a new member's configuration: what it shares
+	// with the host (a pid namespace) counts too.
+	Unavailable(p *zone.Policy, cfg *configs.Config) []string
 	// Apply pushes a zone's policy into the kernel. It is called before the
 	// zone has members, and on every policy change.
 	Apply(z *zone.Zone) error

@@ -53,7 +53,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	defer enf.Close()
 	r := &zone.IsolationReport{Zone: z.Name, Container: container, Model: zone.ModelSyscallPolicy, Backend: enf.Backend()}
 	r.Add("zone recorded", true, "zone %s (kernel id %d, policy %s, generation %d)", z.Name, z.ID, z.PolicySource, z.Generation)
-	if un := enf.Unavailable(&z.Policy); len(un) > 0 {
+	if un := enf.Unavailable(&z.Policy, nil); len(un) > 0 {
 		r.Add("controls available", false, "not enforceable on this kernel with %s: %s", enf.Backend(), strings.Join(un, ", "))
 	} else {
 		r.Add("controls available", true, "every control of the policy is enforced by %s", enf.Backend())

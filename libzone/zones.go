@@ -90,7 +90,7 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 		return nil, err
 	}
 	defer enf.Close()
-	if un := enf.Unavailable(p); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
+	if un := enf.Unavailable(p, nil); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
 		return nil, fmt.Errorf("zone %s (admission strict): %s cannot be enforced here with %s (use admission = \"audit\" to create it anyway)", name, strings.Join(un, "; "), enf.Backend())
 	}
 	z := &zone.Zone{Name: name, Policy: *p, PolicySource: source, Created: time.Now().UTC()}
@@ -131,7 +131,7 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 		return nil, err
 	}
 	defer enf.Close()
-	if un := enf.Unavailable(p); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
+	if un := enf.Unavailable(p, nil); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
 		return nil, fmt.Errorf("zone %s: the new policy (admission strict) asks for controls this kernel cannot enforce with %s: %s", name, enf.Backend(), strings.Join(un, ", "))
 	}
 	interim := *old

@@ -151,20 +151,27 @@ run_fuzz() {
 
 # The bpf-lsm backend in QEMU guests with Debian's kernels (this host refuses
 # LSM programs): every hook must deny on every kernel.
+# run_vm counts the bpf package's Go tests (--- PASS/FAIL) and the rauha
+# matrix's TAP lines (tests/vm/matrix.sh: ok N / not ok N / ok N ... # SKIP)
+# of every kernel.
 run_vm() {
 	local log=$LOGDIR/vm.log rc=0
 	limited 1200 bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 </dev/null || rc=$?
-	grep -E '^=== vmtest|^(ok|FAIL|PASS)|--- FAIL|vmtest:' "$log" | head -60
-	local p f
+	grep -E '^=== vmtest|^(FAIL|PASS)|--- FAIL|vmtest:|^not ok [0-9]+ |^ok [0-9]+ .*# SKIP|^# rauha matrix' "$log" | head -100
+	local p f s
 	p=$(grep -cE '^\s*--- PASS:' "$log" || true)
 	f=$(grep -cE '^\s*--- FAIL:' "$log" || true)
+	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$log" || true)
+	p=$((p + $(grep -E '^ok [0-9]+ ' "$log" | grep -cv '# SKIP' || true)))
+	f=$((f + $(grep -cE '^not ok [0-9]+ ' "$log" || true)))
 	if [[ $rc -ne 0 && $f -eq 0 ]]; then
 		f=1
 		tail -30 "$log"
 	fi
-	echo "vm lane: $p passed, $f failed"
+	echo "vm lane: $p passed, $f failed, $s skipped"
 	passed=$((passed + p))
 	failed=$((failed + f))
+	skipped=$((skipped + s))
 	return $rc
 }
 
