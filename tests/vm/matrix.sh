@@ -365,7 +365,7 @@ check_verify_all() {
 	for z in locked noexec nocaps open; do
 		verify_zone "$z" || return 1
 	done
-	for z in egress sa sb jail; do
+	for z in egress sa sb $([ "$BACKEND" != bpf-lsm ] || echo jail); do
 		verify_shared "$z" || return 1
 	done
 }
@@ -438,7 +438,7 @@ mkdir -p "$W"
 HOST_SLEEP=
 start_s=$(cut -d. -f1 /proc/uptime)
 echo "# rauha matrix: $("$RAUHA" --version | head -n1), kernel $(uname -r), lsm=$(cat /sys/kernel/security/lsm), expecting backend $BACKEND"
-t "setup: nine containers in eight zones start" setup
+t "setup: the containers of the matrix start (nine in eight zones; no cgroup-escape one on the fallback)" setup
 t "backend: zone verify reports $BACKEND with its programs attached" check_backend
 t "filesystem deny: EACCES and a file event in the zone, readable from the host and another zone" check_file_deny
 t "exec deny: exit 126 and an exec event, runs in another zone" check_exec_deny
