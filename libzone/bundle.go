@@ -12,6 +12,8 @@ import (
 
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/zone"
 )
 
 // maxConfigSize bounds config.json: a hostile bundle must not make rauha
@@ -94,7 +96,7 @@ func openBounded(path, what string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%s %s is not a regular file (mode %s)", what, path, fi.Mode().Type())
+		return nil, fmt.Errorf("%s %s is not a regular file (%s)", what, path, zone.FileType(fi.Mode()))
 	}
 	if fi.Size() > maxConfigSize {
 		f.Close()

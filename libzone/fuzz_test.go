@@ -252,4 +252,3 @@ func openFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
-

@@ -484,7 +484,7 @@ func readPolicyFile(ref string, public bool) ([]byte, error) {
 	}
 	switch {
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("policy %q is not a regular file (%s)", ref, fileType(fi.Mode()))
+		return nil, fmt.Errorf("policy %q is not a regular file (%s)", ref, FileType(fi.Mode()))
 	case fi.Size() > maxPolicySize:
 		return nil, fmt.Errorf("policy %q is %d bytes, more than the %d KiB rauha accepts", ref, fi.Size(), maxPolicySize>>10)
 	case public && fi.Mode().Perm()&0o004 == 0:
@@ -505,7 +505,8 @@ func readPolicyFile(ref string, public bool) ([]byte, error) {
 	return data, nil
 }
 
-func fileType(m os.FileMode) string {
+// FileType names the kind of a file that is not a regular one, for errors.
+func FileType(m os.FileMode) string {
 	switch {
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
