@@ -46,10 +46,8 @@ func seedSpecs(f *testing.F) {
 // its cgroup, and keeps the capabilities within what the policy allows.
 func FuzzSpecConversion(f *testing.F) {
 	seedSpecs(f)
-	dir := f.TempDir()
-	if err := os.Chdir(dir); err != nil {
-		f.Fatal(err)
-	}
+	// A relative root.path resolves against the working directory.
+	f.Chdir(f.TempDir())
 	policy, err := zone.ParsePolicy("fuzz.toml", []byte("[syscalls]\ndeny = [\"ptrace\", \"kexec_load\"]\n[resources]\nmemory_limit = \"512M\"\n"))
 	if err != nil {
 		f.Fatal(err)
