@@ -57,7 +57,7 @@ func OpenBundle(dir string) (*Bundle, error) {
 }
 
 func readSpec(path string) (*specs.Spec, error) {
-	f, err := openBounded(path, "config")
+	f, err := openBounded(path, "config", false)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s not found: the bundle must contain an OCI config (create one with 'rauha spec')", path)
@@ -83,8 +83,11 @@ func parseSpec(name string, r io.Reader) (*specs.Spec, error) {
 
 // openBounded opens a JSON input file (config.json, exec --process) and
 // refuses what is not a regular file or is larger than maxConfigSize before
-// reading a byte of it. O_NONBLOCK keeps a FIFO from blocking the open.
-func openBounded(path, what string) (*os.File, error) {
+// reading a byte of it. O_NONBLOCK keeps a FIFO from blocking the open. With
+// pipeOK a FIFO is read too (runc users pass "exec -p <(...)"): its reads
+// wait for a writer's data, a FIFO nobody writes reads as empty at once,
+// and decodeBounded bounds its length.
+func openBounded(path, what string, pipeOK bool) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", what, path, unwrapPathError(err))
@@ -94,7 +97,7 @@ func openBounded(path, what string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("read %s %s: %w", what, path, err)
 	}
-	if !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() && !(pipeOK && fi.Mode()&os.ModeNamedPipe != 0) {
 		f.Close()
 		return nil, fmt.Errorf("%s %s is not a regular file (%s)", what, path, zone.FileType(fi.Mode()))
 	}

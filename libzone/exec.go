@@ -29,7 +29,7 @@ func (c *Container) BaseProcess() (*specs.Process, error) {
 
 // ReadProcess reads a process JSON file (exec --process).
 func ReadProcess(path string) (*specs.Process, error) {
-	f, err := openBounded(path, "process file")
+	f, err := openBounded(path, "process file", true)
 	if err != nil {
 		return nil, err
 	}

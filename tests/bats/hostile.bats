@@ -175,12 +175,16 @@ policy_refused() {
 	assert_match "$stdout" audit
 }
 
-@test "exec --process: FIFO, device, 64 MiB, invalid process: refused, container unharmed" {
+@test "exec --process: empty FIFO, device, 64 MiB, invalid process: refused, container unharmed" {
 	run_ct c1
 	local p=$BATS_TEST_TMPDIR/p.json before
 	before=$(rt ps c1 | wc -l)
+	# A FIFO works as runc's "exec -p <(...)"; one nobody writes is empty.
 	mkfifo "$p"
-	RT_TIMEOUT=10 refused 'not a regular file' rt exec --process "$p" c1
+	RT_TIMEOUT=10 refused 'malformed JSON: EOF' rt exec --process "$p" c1
+	rrun rt exec --process <(echo '{"args": ["/bin/echo", "from-a-pipe"], "cwd": "/"}') c1
+	assert_success
+	assert_eq "$stdout" from-a-pipe
 	RT_TIMEOUT=10 refused 'not a regular file' rt exec --process /dev/zero c1
 	rm "$p"
 	truncate -s 64M "$p"
