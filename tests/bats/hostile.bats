@@ -61,6 +61,16 @@ peak_rss() {
 	assert_clean ""
 }
 
+@test "hostile zone names in org.rauha.zone are refused like ids" {
+	requires rauha
+	local z
+	for z in ../x a/b .. "$(printf 'z%.0s' {1..2048})" $'z\nx'; do
+		cfg b '.annotations["org.rauha.zone"] = $z' --arg z "$z"
+		refused 'invalid zone name' rt create --bundle "$(bundle_dir b)" c1
+		assert_clean c1
+	done
+}
+
 @test "bundle behind a symlink: followed, like runc" {
 	ln -s "$(bundle_dir b)" "$BATS_TEST_TMPDIR/link"
 	set_args b true
