@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/zone"
 )
 
 // maxConfigSize bounds config.json: a hostile bundle must not make rauha
@@ -53,30 +57,68 @@ func OpenBundle(dir string) (*Bundle, error) {
 }
 
 func readSpec(path string) (*specs.Spec, error) {
-	f, err := os.Open(path)
+	f, err := openBounded(path, "config", false)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s not found: the bundle must contain an OCI config (create one with 'rauha spec')", path)
 		}
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if fi.Size() > maxConfigSize {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d MiB rauha accepts", path, fi.Size(), maxConfigSize>>20)
-	}
+	return parseSpec(path, f)
+}
+
+// parseSpec decodes and validates an OCI config of at most maxConfigSize
+// bytes read from r; name labels the errors.
+func parseSpec(name string, r io.Reader) (*specs.Spec, error) {
 	var spec specs.Spec
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&spec); err != nil {
-		return nil, fmt.Errorf("%s: malformed JSON: %w", path, err)
+	if err := decodeBounded(r, &spec); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := ValidateSpec(&spec); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &spec, nil
+}
+
+// openBounded opens a JSON input file (config.json, exec --process) and
+// refuses what is not a regular file or is larger than maxConfigSize before
+// reading a byte of it. O_NONBLOCK keeps a FIFO from blocking the open. With
+// pipeOK a FIFO is read too (runc users pass "exec -p <(...)"): its reads
+// wait for a writer's data, a FIFO nobody writes reads as empty at once,
+// and decodeBounded bounds its length.
+func openBounded(path, what string, pipeOK bool) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", what, path, unwrapPathError(err))
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read %s %s: %w", what, path, err)
+	}
+	if !fi.Mode().IsRegular() && !(pipeOK && fi.Mode()&os.ModeNamedPipe != 0) {
+		f.Close()
+		return nil, fmt.Errorf("%s %s is not a regular file (%s)", what, path, zone.FileType(fi.Mode()))
+	}
+	if fi.Size() > maxConfigSize {
+		f.Close()
+		return nil, fmt.Errorf("%s %s is %d bytes, more than the %d MiB rauha accepts", what, path, fi.Size(), maxConfigSize>>20)
+	}
+	return f, nil
+}
+
+// decodeBounded decodes one JSON value of at most maxConfigSize bytes: the
+// limit holds even for a file that grows after its size was checked.
+func decodeBounded(r io.Reader, v any) error {
+	lr := &io.LimitedReader{R: r, N: maxConfigSize + 1}
+	if err := json.NewDecoder(lr).Decode(v); err != nil {
+		if lr.N <= 0 {
+			return fmt.Errorf("more than the %d MiB rauha accepts", maxConfigSize>>20)
+		}
+		return fmt.Errorf("malformed JSON: %w", err)
+	}
+	return nil
 }
 
 // ValidateSpec checks what libcontainer's conversion does not check, or does

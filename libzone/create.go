@@ -105,6 +105,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 			// container must not leave it behind.
 			e.dropEmptyZone(enf, adm.zone.Name)
 		}
+		// A refused first container leaves no kernel programs or pins
+		// behind either: a root without zones needs none.
+		if _, err := e.uninstallIfNoZones(enf); err != nil {
+			logrus.Warnf("remove kernel programs after failed create: %v", err)
+		}
 	}()
 
 	// 2. Admission: controls the policy asks for that cannot be had.

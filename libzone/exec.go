@@ -1,9 +1,8 @@
 package libzone
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -30,21 +29,23 @@ func (c *Container) BaseProcess() (*specs.Process, error) {
 
 // ReadProcess reads a process JSON file (exec --process).
 func ReadProcess(path string) (*specs.Process, error) {
-	f, err := os.Open(path)
+	f, err := openBounded(path, "process file", true)
 	if err != nil {
-		return nil, fmt.Errorf("process file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("process file: %w", err)
-	}
-	if fi.Size() > maxConfigSize {
-		return nil, fmt.Errorf("process file %s is %d bytes, more than the %d MiB rauha accepts", path, fi.Size(), maxConfigSize>>20)
-	}
+	return parseProcess(path, f)
+}
+
+// parseProcess decodes and validates a process JSON read from r; name
+// labels the errors.
+func parseProcess(name string, r io.Reader) (*specs.Process, error) {
 	var p specs.Process
-	if err := json.NewDecoder(f).Decode(&p); err != nil {
-		return nil, fmt.Errorf("process file %s: malformed JSON: %w", path, err)
+	if err := decodeBounded(r, &p); err != nil {
+		return nil, fmt.Errorf("process file %s: %w", name, err)
+	}
+	if err := ValidateProcess(&p); err != nil {
+		return nil, fmt.Errorf("process file %s: %w", name, err)
 	}
 	return &p, nil
 }

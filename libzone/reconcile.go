@@ -144,10 +144,22 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 	}
 	fixed = append(fixed, pruned...)
 
-	// A root without zones needs no programs; uninstalling happens inside a
-	// store transaction so a concurrent create (which stores its zone
-	// before it opens the kernel side) either sees the programs or
-	// reinstalls them.
+	if removed, err := e.uninstallIfNoZones(enf); err != nil {
+		errs = append(errs, err)
+	} else if removed {
+		note("no zones left: removed the kernel programs and maps of %s", e.root)
+	}
+	for _, f := range fixed {
+		logrus.Debugf("reconcile: %s", f)
+	}
+	return fixed, errors.Join(errs...)
+}
+
+// uninstallIfNoZones removes the kernel programs and maps (and their pins)
+// of a root without zones, which needs none. It runs inside a store
+// transaction so a concurrent create (which stores its zone before it opens
+// the kernel side) either sees the programs or reinstalls them.
+func (e *Engine) uninstallIfNoZones(enf Enforcer) (removed bool, err error) {
 	err = e.store.Update(func(tx *zone.Tx) error {
 		zs, err := tx.Zones()
 		if err != nil || len(zs) > 0 {
@@ -156,14 +168,8 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		if err := enf.Uninstall(); err != nil {
 			return err
 		}
-		note("no zones left: removed the kernel programs and maps of %s", e.root)
+		removed = true
 		return nil
 	})
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, f := range fixed {
-		logrus.Debugf("reconcile: %s", f)
-	}
-	return fixed, errors.Join(errs...)
+	return removed, err
 }

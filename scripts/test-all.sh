@@ -143,8 +143,9 @@ run_clients_install() {
 # Parsers face untrusted input: each fuzz target runs for a short fixed time.
 run_fuzz() {
 	local rc=0 t
-	for t in FuzzParsePolicy FuzzParseEgress FuzzValidateName; do
-		limited 300 go test -run='^$' -fuzz="^$t\$" -fuzztime="${FUZZTIME:-10s}" ./zone/ 2>&1 | tail -3 || rc=1
+	for t in zone:FuzzParsePolicy zone:FuzzParseEgress zone:FuzzValidateName \
+		libzone:FuzzSpecConversion libzone:FuzzParseProcess libzone:FuzzRecvFile; do
+		limited 300 go test -run='^$' -fuzz="^${t#*:}\$" -fuzztime="${FUZZTIME:-10s}" "./${t%%:*}/" 2>&1 | tail -3 || rc=1
 	done
 	return $rc
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -102,8 +103,19 @@ func FuzzValidateName(f *testing.F) {
 	for _, s := range []string{"web", "..", ".", "a/b", "", "x.y+z-1_2", "\x00"} {
 		f.Add(s)
 	}
+	f.Add(string(make([]byte, 2048)))
+	f.Add("a\x00b")
 	f.Fuzz(func(t *testing.T, name string) {
-		if ValidateName("zone name", name) != nil {
+		// Container ids and zone names follow one rule: a container's
+		// default zone is named after its id.
+		zerr, cerr := ValidateName("zone name", name), ValidateName("container id", name)
+		if (zerr == nil) != (cerr == nil) {
+			t.Fatalf("%q: zone name error %v, container id error %v", name, zerr, cerr)
+		}
+		if zerr != nil {
+			if strings.Contains(zerr.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", zerr)
+			}
 			return
 		}
 		if len(name) == 0 || len(name) > 255 || name == "." || name == ".." {

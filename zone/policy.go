@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/moby/sys/capability"
 	toml "github.com/pelletier/go-toml/v2"
+	"golang.org/x/sys/unix"
 )
 
 // Zone modes ([zone] mode).
@@ -410,12 +412,30 @@ func (p *Policy) Clone() *Policy {
 	return &c
 }
 
-// LoadPolicy resolves a policy reference as found in the org.rauha.policy
-// annotation or on the command line: a preset name ("strict", or
-// "preset:strict") or the path of a TOML file. A file that happens to be
-// named like a preset is reached with a path ("./strict"). The second result
-// describes the source for the zone record: "preset:NAME" or "file:ABSPATH".
+// maxPolicySize bounds a policy file: real policies are a few KiB, and a
+// reference to /dev/zero or /proc/kcore must fail at once, not eat memory.
+const maxPolicySize = 1 << 20
+
+// LoadPolicy resolves a policy reference given on the command line: a preset
+// name ("strict", or "preset:strict") or the path of a TOML file. A file that
+// happens to be named like a preset is reached with a path ("./strict"). The
+// second result describes the source for the zone record: "preset:NAME" or
+// "file:ABSPATH".
 func LoadPolicy(ref string) (*Policy, string, error) {
+	return loadPolicy(ref, false)
+}
+
+// LoadAnnotationPolicy resolves the org.rauha.policy annotation of a bundle.
+// Whoever wrote the bundle may have less privilege than the (root) rauha that
+// reads it, so a policy file named there must also be world-readable: a file
+// whose mode keeps it from others (/etc/shadow, /proc/self/environ, a 0600
+// key) is refused unread, and its content never reaches an error message or
+// a log the bundle's author may see.
+func LoadAnnotationPolicy(ref string) (*Policy, string, error) {
+	return loadPolicy(ref, true)
+}
+
+func loadPolicy(ref string, public bool) (*Policy, string, error) {
 	if ref == "" {
 		return nil, "", fmt.Errorf("empty policy reference: give a preset (%s) or a policy file path", strings.Join(PresetNames(), ", "))
 	}
@@ -429,9 +449,9 @@ func LoadPolicy(ref string) (*Policy, string, error) {
 		}
 		return p, "preset:" + name, nil
 	}
-	data, err := os.ReadFile(ref)
+	data, err := readPolicyFile(ref, public)
 	if err != nil {
-		return nil, "", fmt.Errorf("read policy %q (not a preset: %s): %w", ref, strings.Join(PresetNames(), ", "), err)
+		return nil, "", err
 	}
 	p, err := ParsePolicy(ref, data)
 	if err != nil {
@@ -442,4 +462,68 @@ func LoadPolicy(ref string) (*Policy, string, error) {
 		return nil, "", fmt.Errorf("resolve policy path %q: %w", ref, err)
 	}
 	return p, "file:" + abs, nil
+}
+
+// readPolicyFile reads a policy file with every check made on the opened
+// file, so a symlink or a rename cannot swap what was checked for what is
+// read. Symlinks are followed (as for any path the caller gives); the rules
+// apply to the file they lead to. A FIFO or a device is refused without
+// blocking (O_NONBLOCK), anything longer than maxPolicySize without reading
+// it, and with public only a world-readable file is read. The real uid must
+// be able to read it too (access(2) checks the real uid), so a rauha run with more privilege than its caller
+// (setuid, capabilities) reads nothing the caller could not.
+func readPolicyFile(ref string, public bool) ([]byte, error) {
+	f, err := os.OpenFile(ref, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read policy %q (not a preset: %s): %w", ref, strings.Join(PresetNames(), ", "), unwrapPath(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read policy %q: %w", ref, err)
+	}
+	switch {
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("policy %q is not a regular file (%s)", ref, FileType(fi.Mode()))
+	case fi.Size() > maxPolicySize:
+		return nil, fmt.Errorf("policy %q is %d bytes, more than the %d KiB rauha accepts", ref, fi.Size(), maxPolicySize>>10)
+	case public && fi.Mode().Perm()&0o004 == 0:
+		return nil, fmt.Errorf("policy %q is not world-readable (mode %04o): a policy named by a bundle annotation must be readable by everyone", ref, fi.Mode().Perm())
+	}
+	if err := unix.Access(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.R_OK); err != nil {
+		return nil, fmt.Errorf("policy %q: not readable by the calling user: %w", ref, err)
+	}
+	// The size was checked on open; the limit also bounds a file that grows
+	// while it is read, and pseudo-files that report no size.
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicySize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read policy %q: %w", ref, err)
+	}
+	if len(data) > maxPolicySize {
+		return nil, fmt.Errorf("policy %q is more than the %d KiB rauha accepts", ref, maxPolicySize>>10)
+	}
+	return data, nil
+}
+
+// FileType names the kind of a file that is not a regular one, for errors.
+func FileType(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

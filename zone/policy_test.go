@@ -1,6 +1,7 @@
 package zone
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func mustParse(t *testing.T, doc string) *Policy {
@@ -390,6 +393,54 @@ func TestLoadPolicy(t *testing.T) {
 	}
 	if _, _, err = LoadPolicy(""); err == nil {
 		t.Fatal("LoadPolicy(\"\") accepted")
+	}
+}
+
+// TestLoadAnnotationPolicyRefuses covers the rules for policy files a bundle
+// names: each case must fail at once (a FIFO must not block) with an error
+// that names the reason and never the file's content.
+func TestLoadAnnotationPolicyRefuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte, mode os.FileMode) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	private := write("private.toml", []byte("SECRET-CONTENT = [\n"), 0o640)
+	huge := write("huge.toml", bytes.Repeat([]byte("#"), maxPolicySize+1), 0o644)
+	fifo := filepath.Join(dir, "fifo.toml")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.toml")
+	if err := os.Symlink(private, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ ref, want string }{
+		{private, "not world-readable"},
+		{link, "not world-readable"},
+		{huge, "more than the 1024 KiB"},
+		{fifo, "not a regular file (a FIFO)"},
+		{"/dev/zero", "not a regular file (a device)"},
+		{dir, "not a regular file (a directory)"},
+	} {
+		_, _, err := LoadAnnotationPolicy(c.ref)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("LoadAnnotationPolicy(%s) error = %v, want %q", c.ref, err, c.want)
+		}
+	}
+	// The command line names its own files: a private one is fine there.
+	if _, _, err := LoadPolicy(private); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("LoadPolicy(private) error = %v, want a parse error", err)
+	}
+	ok := write("ok.toml", []byte("[zone]\nmode = \"audit\"\n"), 0o644)
+	if p, _, err := LoadAnnotationPolicy(ok); err != nil || p.Zone.Mode != ModeAudit {
+		t.Errorf("LoadAnnotationPolicy(ok) = %v, %v", p, err)
 	}
 }
 
