@@ -58,32 +58,38 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	} else {
 		r.Add("controls available", true, "every control of the policy is enforced by %s", enf.Backend())
 	}
+	// A stopped member has no process to confine: after a reboot its
+	// recorded cgroup id names nothing, and reconcile rightly dropped it
+	// from the kernel. Only live members must be registered.
+	var live []zone.Container
 	for i := range members {
-		e.verifyMember(&members[i], r)
+		if e.verifyMember(&members[i], r) {
+			live = append(live, members[i])
+		}
 	}
-	enf.Verify(z, members, r)
+	enf.Verify(z, live, r)
 	r.Finish()
 	return r, nil
 }
 
 // verifyMember checks what the engine itself guarantees for a member: its
 // cgroup is the one recorded, and its init does not share namespaces with
-// the host.
-func (e *Engine) verifyMember(m *zone.Container, r *zone.IsolationReport) {
+// the host. It reports whether the member has a process (is not stopped).
+func (e *Engine) verifyMember(m *zone.Container, r *zone.IsolationReport) bool {
 	name := "container " + m.ID
 	c, err := e.Load(m.ID)
 	if err != nil {
 		r.Add(name+": state", false, "%v", err)
-		return
+		return true
 	}
 	st, err := c.State()
 	if err != nil {
 		r.Add(name+": state", false, "%v", err)
-		return
+		return true
 	}
 	if st.Status == "stopped" {
 		r.Add(name+": state", true, "stopped: no process to confine")
-		return
+		return false
 	}
 	r.Add(name+": state", true, "%s, init pid %d", st.Status, st.Pid)
 	dir := filepath.Join(unifiedMountpoint(), m.CgroupPath)
@@ -107,6 +113,7 @@ func (e *Engine) verifyMember(m *zone.Container, r *zone.IsolationReport) {
 	} else {
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
+	return true
 }
 
 // unifiedMountpoint is where the cgroup v2 hierarchy that defines zone

@@ -165,7 +165,7 @@ simulate_reboot() {
 	[[ -e $PIN_DIR/zone_by_cgid ]] || fail "kernel programs not reinstalled"
 	# Both live containers are members again, with the stored policy.
 	assert_eq "$(zone_cgids | sort | tr '\n' ' ')" \
-		"$(rt zone inspect cz --format json | jq -r '.members[].cgroup_id' | sort | tr '\n' ' ')"
+		"$(rt zone list --format json | jq -r '.[] | select(.name == "cz") | .members[].cgroup_id' | sort | tr '\n' ' ')"
 	rrun rt zone verify cz
 	show
 	assert_success
@@ -210,7 +210,7 @@ worker() {
 	fi
 	assert_eq "$done" $((4 * per * workers))
 	assert_eq "$(rt list -q | wc -l)" 0
-	assert_eq "$(rt zone inspect cz --format json | jq '.members | length')" 0
+	assert_eq "$(rt zone list --format json | jq '[.[] | select(.name == "cz") | .members[]] | length')" 0
 	check_leaks
 	[[ $LEAKS -eq 0 ]] || fail "$LEAKS leaks after the parallel run"
 }
