@@ -276,5 +276,19 @@ func (e *Engine) RemoveStale(id string) error {
 		return err
 	}
 	defer enf.Close()
-	return e.release(enf, id, "", rec)
+	return e.removeStaleState(enf, rec)
+}
+
+// removeStaleState removes everything of a recorded container whose
+// libcontainer state is gone: its state directory, its cgroups (made
+// before libcontainer saved its state), its kernel membership and its
+// record. The record goes last, so a failure leaves it for reconcile.
+func (e *Engine) removeStaleState(enf Enforcer, rec *zone.Container) error {
+	if err := os.RemoveAll(filepath.Join(e.root, rec.ID)); err != nil {
+		return fmt.Errorf("remove state of %s: %w", rec.ID, err)
+	}
+	if err := removeStaleCgroup(rec.CgroupPath); err != nil {
+		return fmt.Errorf("container %s: %w", rec.ID, err)
+	}
+	return e.release(enf, rec.ID, "", rec)
 }

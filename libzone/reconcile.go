@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -73,10 +74,10 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		recorded[r.ID] = true
 		c, err := e.Load(r.ID)
 		if errors.Is(err, ErrNotExist) {
-			if r.Status == recordCreating && time.Since(r.Created) < createGrace {
+			if r.Status == recordCreating && time.Since(r.Created) < createGrace && creatorAlive(r.Creator) {
 				continue
 			}
-			if err := e.release(enf, r.ID, r.Zone, r); err != nil {
+			if err := e.removeStaleState(enf, r); err != nil {
 				errs = append(errs, err)
 			}
 			note("removed the record of container %s: its state is gone", r.ID)
@@ -117,9 +118,22 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		if !ent.IsDir() || recorded[ent.Name()] || zone.ValidateName("container id", ent.Name()) != nil {
 			continue
 		}
+		// A create that started after the records were read has a record
+		// by now (admit comes before libcontainer makes the directory).
+		if rec, err := e.record(ent.Name()); err != nil || rec != nil {
+			continue
+		}
 		c, err := e.Load(ent.Name())
-		if err != nil {
-			continue // not a container directory (events/, or a stale bare dir)
+		if errors.Is(err, ErrNotExist) && ent.Name() != "events" {
+			// A directory without state.json and without a record: what a
+			// killed create or delete left. Nothing can load it again.
+			if err := os.RemoveAll(filepath.Join(e.root, ent.Name())); err != nil {
+				errs = append(errs, err)
+			}
+			note("removed the state directory of %s: it had neither state nor record", ent.Name())
+			continue
+		} else if err != nil {
+			continue
 		}
 		if err := c.kill(); err != nil {
 			errs = append(errs, err)

@@ -3,6 +3,7 @@ package libzone
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -49,6 +50,7 @@ func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]str
 		Bundle:     bundle,
 		CgroupPath: cgroupPath,
 		Status:     recordCreating,
+		Creator:    os.Getpid(),
 		Created:    time.Now().UTC(),
 	}}
 	err := e.store.Update(func(tx *zone.Tx) error {

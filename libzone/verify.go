@@ -58,10 +58,16 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	} else {
 		r.Add("controls available", true, "every control of the policy is enforced by %s", enf.Backend())
 	}
+	// A stopped member has no process to confine: after a reboot its
+	// recorded cgroup id names nothing, and reconcile rightly dropped it
+	// from the kernel. Only live members must be registered.
+	var live []zone.Container
 	for i := range members {
-		e.verifyMember(&members[i], z, enf.Backend() == BackendLSM, r)
+		if e.verifyMember(&members[i], z, enf.Backend() == BackendLSM, r) {
+			live = append(live, members[i])
+		}
 	}
-	enf.Verify(z, members, r)
+	enf.Verify(z, live, r)
 	r.Finish()
 	return r, nil
 }
@@ -69,22 +75,23 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 // verifyMember checks what the engine itself guarantees for a member: its
 // cgroup is the one recorded, its init does not share namespaces with the
 // host, and, without the bpf-lsm cgroup guard, its configuration gives it no
-// way out of its cgroup.
-func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *zone.IsolationReport) {
+// way out of its cgroup. It reports whether the member has a process (is
+// not stopped).
+func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *zone.IsolationReport) bool {
 	name := "container " + m.ID
 	c, err := e.Load(m.ID)
 	if err != nil {
 		r.Add(name+": state", false, "%v", err)
-		return
+		return true
 	}
 	st, err := c.State()
 	if err != nil {
 		r.Add(name+": state", false, "%v", err)
-		return
+		return true
 	}
 	if st.Status == "stopped" {
 		r.Add(name+": state", true, "stopped: no process to confine")
-		return
+		return false
 	}
 	r.Add(name+": state", true, "%s, init pid %d", st.Status, st.Pid)
 	dir := filepath.Join(unifiedMountpoint(), m.CgroupPath)
@@ -109,7 +116,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
 	if guarded {
-		return // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
+		return true // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
 	}
 	cfg := c.Config()
 	if routes := cgroupEscapeRoutes(&cfg, &z.Policy); len(routes) > 0 {
@@ -117,6 +124,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 	} else {
 		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no CAP_SYS_ADMIN outside a cgroup namespace")
 	}
+	return true
 }
 
 // unifiedMountpoint is where the cgroup v2 hierarchy that defines zone

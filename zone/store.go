@@ -65,14 +65,17 @@ type Zone struct {
 
 // Container is a container record.
 type Container struct {
-	ID         string    `json:"id"`
-	Zone       string    `json:"zone"`
-	Bundle     string    `json:"bundle"`
-	CgroupPath string    `json:"cgroup_path"`
-	CgroupID   uint64    `json:"cgroup_id"`
-	Pid        int       `json:"pid"`
-	Status     string    `json:"status"`
-	Created    time.Time `json:"created"`
+	ID         string `json:"id"`
+	Zone       string `json:"zone"`
+	Bundle     string `json:"bundle"`
+	CgroupPath string `json:"cgroup_path"`
+	CgroupID   uint64 `json:"cgroup_id"`
+	Pid        int    `json:"pid"`
+	// Creator is the pid of the rauha process running the create, so
+	// reconcile can tell a create in progress from one that was killed.
+	Creator int       `json:"creator,omitempty"`
+	Status  string    `json:"status"`
+	Created time.Time `json:"created"`
 }
 
 // Store is the bbolt state database at <root>/rauha.db. There is no daemon and
