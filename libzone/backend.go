@@ -210,7 +210,7 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 // a directory that is later mounted over); an exec'd process gets its rules
 // from the running container's root before it starts.
 func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
-	rules := landlockRules(ke.landlockPolicy(&z.Policy), cfg, ke.k.LSM())
+	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
 	if initPid != 0 {
 		root := procRoot(initPid)

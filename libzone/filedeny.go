@@ -33,9 +33,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/bpf"
+	"github.com/rauha-runtime/rauha/landlock"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -66,6 +68,18 @@ func (ke *kernelEnforcer) landlockPolicy(p *zone.Policy) *zone.Policy {
 	q := *p
 	q.Filesystem.Deny, q.Exec.Deny = nil, nil
 	return &q
+}
+
+// landlockRulesFor is landlockRules of the Landlock part of p. Abstract
+// unix socket scoping is decided on the whole policy, as on the fallback:
+// moving the deny lists to the LSM must not take it from a zone (the LSM
+// has no hook for it).
+func (ke *kernelEnforcer) landlockRulesFor(p *zone.Policy, cfg *configs.Config) landlock.Rules {
+	r := landlockRules(ke.landlockPolicy(p), cfg, ke.k.LSM())
+	if cfg != nil {
+		r.ScopeAbstractUnix = landlockRules(p, cfg, ke.k.LSM()).ScopeAbstractUnix
+	}
+	return r
 }
 
 // pushFileDenies adds the zone's resolved deny inodes to kp and records
