@@ -129,6 +129,8 @@ events | head -5
 check "file event names /etc/secret (deny)" has_event file deny /etc/secret
 check "exec event names /bin/tool (deny)" has_event exec deny /bin/tool
 check "file event names /srv/private/sub/key (deny)" has_event file deny /srv/private/sub/key
+n=$(events | grep -c '"object":"/srv/private/sub/key')
+check "one event for one denied open (the observer's twin is dropped), got $n" [ "$n" = 1 ]
 rt zone verify $Z | grep -E 'backend|kernel policy|isolated'
 check "verify: the kernel policy (with the resolved inodes) equals the stored one" \
 	sh -c "$RT --root $R zone verify $Z | grep 'kernel policy' | grep -q 'kernel maps equal'"
