@@ -139,8 +139,9 @@ func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []str
 }
 
 // Apply pushes the policy to the maps. Running members see it on their next
-// connect or send; Landlock domains of running processes cannot change, so
-// filesystem and exec rule changes reach new processes only (verify says so).
+// connect or send, and on bpf-lsm on their next open or exec for the deny
+// lists (filedeny.go); Landlock domains of running processes cannot change,
+// so the other filesystem and exec rule changes reach new processes only.
 func (ke *kernelEnforcer) Apply(z *zone.Zone) error {
 	p, err := ke.kernelPolicy(&z.Policy)
 	if err != nil {
