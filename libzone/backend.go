@@ -147,13 +147,7 @@ func (ke *kernelEnforcer) Apply(z *zone.Zone) error {
 	if err != nil {
 		return fmt.Errorf("zone %s: %w", z.Name, err)
 	}
-	if err := ke.pushFileDenies(z, &p, nil); err != nil {
-		return fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
-	}
-	if err := ke.k.SetPolicy(z.ID, p); err != nil {
-		return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
-	}
-	return nil
+	return ke.setPolicy(z, p) // with the deny inodes on bpf-lsm (filedeny.go)
 }
 
 // kernelPolicy translates a zone policy into what the eBPF programs check.

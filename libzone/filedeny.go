@@ -82,59 +82,82 @@ func (ke *kernelEnforcer) landlockRulesFor(p *zone.Policy, cfg *configs.Config) 
 	return r
 }
 
-// pushFileDenies adds the zone's resolved deny inodes to kp and records
-// their paths for events. joining, when not nil, is a member not yet (or
-// not completely) recorded in the store.
-func (ke *kernelEnforcer) pushFileDenies(z *zone.Zone, kp *bpf.ZonePolicy, joining *zone.Container) error {
-	if !ke.k.LSM() {
+// setPolicy pushes kp, on bpf-lsm with the zone's deny inodes resolved in
+// its members' roots. Resolving and pushing happen under the store lock,
+// as does joinFileDenies: two pushes never interleave, so a member that
+// joins while the policy changes keeps its inodes.
+func (ke *kernelEnforcer) setPolicy(z *zone.Zone, kp bpf.ZonePolicy) error {
+	push := func() error {
+		if err := ke.k.SetPolicy(z.ID, kp); err != nil {
+			return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
+		}
 		return nil
 	}
-	var members []zone.Container
-	if err := ke.store.View(func(tx *zone.Tx) (err error) { members, err = tx.Members(z.Name); return err }); err != nil {
-		return fmt.Errorf("list members: %w", err)
-	}
-	if joining != nil {
-		members = append(members, *joining)
-	}
-	denies, paths, err := fileDenies(&z.Policy, members)
-	if err != nil {
-		return err
-	}
-	kp.FileDenies = denies
-	raw, err := json.Marshal(paths)
-	if err != nil {
-		return err
+	if !ke.k.LSM() {
+		return push()
 	}
 	return ke.store.Update(func(tx *zone.Tx) error {
-		return tx.SetMeta(fileDenyMetaPrefix+strconv.FormatUint(uint64(z.ID), 10), string(raw))
+		members, err := tx.Members(z.Name)
+		if err != nil {
+			return fmt.Errorf("zone %s: list members: %w", z.Name, err)
+		}
+		if kp.FileDenies, err = ke.recordFileDenies(tx, z.ID, &z.Policy, members); err != nil {
+			return fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
+		}
+		return push()
 	})
 }
 
-// joinFileDenies pushes the zone's policy with the deny inodes of the
-// joining member c before c's cgroup becomes a member. z may carry only a
-// name and id (reconcile), so the policy comes from the store.
+// joinFileDenies adds the deny inodes of the joining member c to the
+// kernel before c's cgroup becomes a member, and records c's cgroup so that
+// later pushes find it (its record is completed only after the join). z
+// may carry only a name and id (reconcile), so the deny lists come from
+// the store; the rest of the kernel policy is kept as it is.
 func (ke *kernelEnforcer) joinFileDenies(z *zone.Zone, c *zone.Container) error {
 	if !ke.k.LSM() {
 		return nil
 	}
-	var stored *zone.Zone
-	if err := ke.store.View(func(tx *zone.Tx) (err error) { stored, err = tx.Zone(z.Name); return err }); err != nil {
-		return fmt.Errorf("zone %s: %w", z.Name, err)
-	}
-	if len(stored.Policy.Filesystem.Deny)+len(stored.Policy.Exec.Deny) == 0 {
+	return ke.store.Update(func(tx *zone.Tx) error {
+		if err := tx.PutContainer(c); err != nil {
+			return fmt.Errorf("zone %s: record container %s: %w", z.Name, c.ID, err)
+		}
+		stored, err := tx.Zone(z.Name)
+		if err != nil {
+			return fmt.Errorf("zone %s: %w", z.Name, err)
+		}
+		if len(stored.Policy.Filesystem.Deny)+len(stored.Policy.Exec.Deny) == 0 {
+			return nil
+		}
+		members, err := tx.Members(z.Name)
+		if err != nil {
+			return fmt.Errorf("zone %s: list members: %w", z.Name, err)
+		}
+		kp, err := ke.k.PolicyOf(stored.ID)
+		if err != nil {
+			return fmt.Errorf("zone %s: read the kernel policy: %w", z.Name, err)
+		}
+		if kp.FileDenies, err = ke.recordFileDenies(tx, stored.ID, &stored.Policy, members); err != nil {
+			return fmt.Errorf("zone %s: container %s: deny lists: %w", z.Name, c.ID, err)
+		}
+		if err := ke.k.SetPolicy(stored.ID, kp); err != nil {
+			return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
+		}
 		return nil
-	}
-	kp, err := ke.kernelPolicy(&stored.Policy)
+	})
+}
+
+// recordFileDenies resolves p's deny lists in members' roots and records
+// the paths of the inodes for events.
+func (ke *kernelEnforcer) recordFileDenies(tx *zone.Tx, id uint32, p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, error) {
+	denies, paths, err := fileDenies(p, members)
 	if err != nil {
-		return fmt.Errorf("zone %s: %w", z.Name, err)
+		return nil, err
 	}
-	if err := ke.pushFileDenies(stored, &kp, c); err != nil {
-		return fmt.Errorf("zone %s: container %s: deny lists: %w", z.Name, c.ID, err)
+	raw, err := json.Marshal(paths)
+	if err != nil {
+		return nil, err
 	}
-	if err := ke.k.SetPolicy(stored.ID, kp); err != nil {
-		return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
-	}
-	return nil
+	return denies, tx.SetMeta(fileDenyMetaPrefix+strconv.FormatUint(uint64(id), 10), string(raw))
 }
 
 // verifyFileDenies adds to want what Apply would push for these members.

@@ -7,7 +7,10 @@
 #   - "rauha zone update" lifts and restores both denials for the SAME
 #     running process (the container's init opens and execs in a loop);
 #   - mode = "audit" lets the open through and records an audit event.
-# Needs rauha (cgo) in /payload/bin: VM_BINS=/path/to/rauha. Prints
+# FILEDENY_OVERLAY=1 runs the container on an overlayfs root (tmpfs upper,
+# VM_MODULES=overlay), as image-based engines do: the kernel keys by the
+# overlay superblock's dev, stat(2) must report the same.
+# Needs rauha (cgo): VM_BINS=/path/to/rauha RUNTIME=/path/to/rauha. Prints
 # "FILEDENY: PASS|FAIL" and exits 0/1. Example (host):
 #   P=$(mktemp -d); cp tests/vm/filedeny.sh $P/
 #   VM_BINS=$PWD/rauha /work/shared/vm-lane/run-in-vm.sh $P ./filedeny.sh
@@ -46,6 +49,14 @@ while :; do
 done
 IN
 chmod +x $B/rootfs/loop.sh
+rootpath=rootfs rootdir=$B/rootfs
+if [ "${FILEDENY_OVERLAY:-0}" = 1 ]; then
+	mkdir -p /tmp/ov/upper /tmp/ov/work /tmp/ov/merged
+	mount -t overlay overlay -o lowerdir=$B/rootfs,upperdir=/tmp/ov/upper,workdir=/tmp/ov/work /tmp/ov/merged ||
+		{ echo "FILEDENY: FAIL (no overlayfs: VM_MODULES=overlay)"; exit 1; }
+	rootpath=/tmp/ov/merged rootdir=/tmp/ov/merged
+	echo "== overlayfs root: $(stat -c 'dev %d' /tmp/ov/merged/etc/secret), lower $(stat -c 'dev %d' $B/rootfs/etc/secret)"
+fi
 cat >$B/config.json <<'IN'
 {
   "ociVersion": "1.0.2-dev",
@@ -56,7 +67,7 @@ cat >$B/config.json <<'IN'
     "capabilities": {"bounding": ["CAP_KILL"], "effective": ["CAP_KILL"], "permitted": ["CAP_KILL"]},
     "noNewPrivileges": true
   },
-  "root": {"path": "rootfs", "readonly": false},
+  "root": {"path": "ROOTPATH", "readonly": false},
   "hostname": "fd",
   "annotations": {"org.rauha.zone": "fd"},
   "mounts": [
@@ -70,6 +81,7 @@ cat >$B/config.json <<'IN'
   }
 }
 IN
+sed -i "s|ROOTPATH|$rootpath|" $B/config.json
 policy() { # policy FILE MODE DENY?
 	{
 		printf '[zone]\nmode = "%s"\nadmission = "strict"\n' "$2"
@@ -86,11 +98,11 @@ policy /tmp/audit.toml audit deny
 state() {
 	local i
 	for i in $(seq 1 30); do
-		rm -f $B/rootfs/state
+		rm -f $rootdir/state
 		sleep 0.6
-		[ "$(cat $B/rootfs/state 2>/dev/null)" = "$1" ] && return 0
+		[ "$(cat $rootdir/state 2>/dev/null)" = "$1" ] && return 0
 	done
-	echo "    state: $(cat $B/rootfs/state 2>/dev/null), want $1" >&2
+	echo "    state: $(cat $rootdir/state 2>/dev/null), want $1" >&2
 	return 1
 }
 events() { rt zone events $Z --format json 2>/dev/null; }
