@@ -1,11 +1,16 @@
 package libzone
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/bpf"
+	"github.com/rauha-runtime/rauha/zone"
 )
 
 func inodeOf(t *testing.T, path string) string {
@@ -112,5 +117,65 @@ func TestDenyPathInRoot(t *testing.T) {
 	budget := 2
 	if err := denyPathInRoot(rootFD, "/secrets", func(uint64, uint64, string) {}, &budget); err == nil {
 		t.Errorf("a tree larger than the budget was accepted")
+	}
+}
+
+// fileDenies resolves each running member's deny lists in its root (here:
+// this test process, whose root is the host's) with the access bit of its
+// list, finds a member's process through its cgroup when the record has no
+// pid yet, and skips members that run nothing.
+func TestFileDeniesOfMembers(t *testing.T) {
+	raw, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cg string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "0::"); ok {
+			cg = v
+		}
+	}
+	if cg == "" {
+		t.Skip("no cgroup v2 membership")
+	}
+	dir := t.TempDir()
+	secret, tool := filepath.Join(dir, "secret"), filepath.Join(dir, "tool")
+	for _, f := range []string{secret, tool} {
+		if err := os.WriteFile(f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &zone.Policy{}
+	p.Filesystem.Deny = []string{secret, filepath.Join(dir, "missing")}
+	p.Exec.Deny = []string{tool}
+	want := map[string]bpf.FileAccess{inodeOf(t, secret): bpf.FileOpen, inodeOf(t, tool): bpf.FileExec}
+
+	cases := map[string][]zone.Container{
+		"recorded pid":          {{ID: "a", Pid: os.Getpid(), CgroupPath: cg}},
+		"plus a stopped member": {{ID: "a", Pid: os.Getpid(), CgroupPath: cg}, {ID: "gone", Pid: 1 << 30, CgroupPath: "/nonexistent-rauha-test"}},
+	}
+	if cg != "/" {
+		// The root cgroup holds the host's pid 1, whose root may be out of
+		// reach in a sandbox; the VM test covers joins anyway.
+		cases["pid from cgroup.procs"] = []zone.Container{{ID: "a", CgroupPath: cg}}
+	}
+	for name, members := range cases {
+		denies, paths, err := fileDenies(p, members)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := map[string]bpf.FileAccess{}
+		for _, d := range denies {
+			got[inodeKey(d.Dev, d.Ino)] |= d.Mask
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: denies %v, want %v", name, got, want)
+		}
+		if paths[inodeOf(t, secret)] != secret || paths[inodeOf(t, tool)] != tool || len(paths) != 2 {
+			t.Errorf("%s: paths %v", name, paths)
+		}
+	}
+	if denies, _, err := fileDenies(p, []zone.Container{{ID: "new"}}); err != nil || len(denies) != 0 {
+		t.Errorf("a member without cgroup: %v, %v; want nothing", denies, err)
 	}
 }
