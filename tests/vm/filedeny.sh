@@ -16,7 +16,7 @@
 #   VM_BINS=$PWD/rauha /work/shared/vm-lane/run-in-vm.sh $P ./filedeny.sh
 set -u
 RT=${RUNTIME:-rauha}
-R=/run/rauha-filedeny
+R=$(mktemp -d /run/rauha-filedeny.XXXXXX) # fresh: the event log outlives its zone
 B=/tmp/fdbundle
 Z=fd
 pass=0 fail=0
