@@ -135,6 +135,7 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 	rd.SetDeadline(time.Unix(1, 0))
 
 	clock := newBootClock()
+	lsmDenied := lsmDenials{}
 	var out []Event
 	var rec ringbuf.Record
 	for len(out) < max && (deadline.IsZero() || time.Now().Before(deadline)) {
@@ -153,9 +154,35 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 			// The LSM hook that denied it sent its own event.
 			continue
 		}
+		if k.lsm && lsmDenied.duplicate(&raw) {
+			continue
+		}
 		out = append(out, decodeEvent(&raw, clock))
 	}
 	return out, nil
+}
+
+// lsmDenials remembers, per thread, the file or exec denial an LSM hook has
+// just reported, so that the observer's event for the same failed syscall,
+// which follows it in the ring buffer, is dropped. The observer still runs
+// on bpf-lsm for Landlock's denials of the allow-lists, which no hook sees.
+// A pair split across two drains is reported twice.
+type lsmDenials map[uint32]Control
+
+func (d lsmDenials) duplicate(r *rauhaEvent) bool {
+	c := Control(r.Control)
+	if c != ControlFile && c != ControlExec {
+		return false
+	}
+	if Hook(r.Hook) != HookSysExit {
+		if r.Ret != 0 {
+			d[r.Pid] = c
+		}
+		return false
+	}
+	prev, ok := d[r.Pid]
+	delete(d, r.Pid)
+	return ok && prev == c
 }
 
 func decodeEvent(r *rauhaEvent, clock bootClock) Event {

@@ -99,6 +99,7 @@ func (ke *kernelEnforcer) Close() error { return ke.k.Close() }
 
 func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []string {
 	var out []string
+	p = ke.landlockPolicy(p) // what is left to Landlock (filedeny.go)
 	if hasPathRules(landlockRules(p, nil, ke.k.LSM())) && p.Zone.Mode == zone.ModeAudit {
 		// Landlock has no "log and allow": an audit zone's file rules would
 		// either deny or not apply at all.
@@ -138,17 +139,15 @@ func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []str
 }
 
 // Apply pushes the policy to the maps. Running members see it on their next
-// connect or send; Landlock domains of running processes cannot change, so
-// filesystem and exec rule changes reach new processes only (verify says so).
+// connect or send, and on bpf-lsm on their next open or exec for the deny
+// lists (filedeny.go); Landlock domains of running processes cannot change,
+// so the other filesystem and exec rule changes reach new processes only.
 func (ke *kernelEnforcer) Apply(z *zone.Zone) error {
 	p, err := ke.kernelPolicy(&z.Policy)
 	if err != nil {
 		return fmt.Errorf("zone %s: %w", z.Name, err)
 	}
-	if err := ke.k.SetPolicy(z.ID, p); err != nil {
-		return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
-	}
-	return nil
+	return ke.setPolicy(z, p) // with the deny inodes on bpf-lsm (filedeny.go)
 }
 
 // kernelPolicy translates a zone policy into what the eBPF programs check.
@@ -206,7 +205,7 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 // a directory that is later mounted over); an exec'd process gets its rules
 // from the running container's root before it starts.
 func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
-	rules := landlockRules(&z.Policy, cfg, ke.k.LSM())
+	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
 	if initPid != 0 {
 		root := procRoot(initPid)
@@ -310,6 +309,9 @@ func privateNamespace(cfg *configs.Config, t configs.NamespaceType) bool {
 }
 
 func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
+	if err := ke.joinFileDenies(z, c); err != nil {
+		return err
+	}
 	dir := filepath.Join(unifiedMountpoint(), c.CgroupPath)
 	cgid, err := ke.k.AddMember(z.ID, dir)
 	if err != nil {
@@ -342,6 +344,9 @@ func (ke *kernelEnforcer) Verify(z *zone.Zone, members []zone.Container, r *zone
 		r.Add("hooks attached", len(attached) > 0, "%d programs: %v", len(attached), attached)
 	}
 	want, err := ke.kernelPolicy(&z.Policy)
+	if err == nil {
+		err = ke.verifyFileDenies(&z.Policy, members, &want)
+	}
 	if err != nil {
 		r.Add("kernel policy", false, "%v", err)
 	} else if got, err := ke.k.PolicyOf(z.ID); err != nil {

@@ -62,9 +62,10 @@ func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
 		for _, c := range cs {
 			members[c.CgroupID] = c.ID
 		}
+		files := fileDenyPathsOf(tx, zones)
 		byZone := map[string][]zone.Event{}
 		for _, ev := range evs {
-			ze := ke.zoneEvent(ev, names, members)
+			ze := ke.zoneEvent(ev, names, members, files)
 			byZone[ze.Zone] = append(byZone[ze.Zone], ze)
 		}
 		for name, batch := range byZone {
@@ -76,7 +77,9 @@ func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
 	})
 }
 
-func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones map[uint32]string, members map[uint64]string) zone.Event {
+// files names the inodes of bpf-lsm file and exec denials by the policy path
+// that denied them (the kernel event carries only the inode).
+func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones map[uint32]string, members map[uint64]string, files map[uint32]fileDenyPaths) zone.Event {
 	name := zones[ev.Zone]
 	if name == "" {
 		// The zone was deleted since: keep the event under its id.
@@ -110,6 +113,9 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones map[uint32]string, membe
 		ze.Object = capabilityName(ev.Arg)
 	default:
 		ze.Object = ev.Path
+		if ze.Object == "" && ev.Ino != 0 {
+			ze.Object = files[ev.Zone][inodeKey(ev.Dev, ev.Ino)]
+		}
 		if ze.Object == "" && ev.Ino != 0 {
 			ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
 		}

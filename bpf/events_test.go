@@ -1,0 +1,35 @@
+package bpf
+
+import "testing"
+
+// An LSM file/exec denial and the observer's event for the same failed
+// syscall are one denial; the observer's events of other threads, or of a
+// syscall no hook denied (Landlock's allow-lists), are kept.
+func TestLSMDenialsDropsTheObserverTwin(t *testing.T) {
+	ev := func(hook Hook, c Control, pid uint32, ret int32) *rauhaEvent {
+		return &rauhaEvent{Hook: uint16(hook), Control: uint16(c), Pid: pid, Ret: ret}
+	}
+	d := lsmDenials{}
+	steps := []struct {
+		name string
+		ev   *rauhaEvent
+		dup  bool
+	}{
+		{"lsm open denial", ev(HookLSMFileOpen, ControlFile, 7, -13), false},
+		{"observer of another thread", ev(HookSysExit, ControlFile, 8, -13), false},
+		{"observer of the same open", ev(HookSysExit, ControlFile, 7, -13), true},
+		{"observer of a later Landlock denial", ev(HookSysExit, ControlFile, 7, -13), false},
+		{"lsm audit (allowed)", ev(HookLSMFileOpen, ControlFile, 7, 0), false},
+		{"observer after an audit", ev(HookSysExit, ControlFile, 7, -13), false},
+		{"lsm exec denial", ev(HookLSMBprmCheck, ControlExec, 9, -13), false},
+		{"observer of the same exec", ev(HookSysExit, ControlExec, 9, -13), true},
+		{"lsm open denial again", ev(HookLSMFileOpen, ControlFile, 10, -13), false},
+		{"observer exec of that thread is another syscall", ev(HookSysExit, ControlExec, 10, -13), false},
+		{"signal observer events are not file events", ev(HookSysExit, ControlSignal, 10, -1), false},
+	}
+	for _, s := range steps {
+		if got := d.duplicate(s.ev); got != s.dup {
+			t.Errorf("%s: duplicate = %v, want %v", s.name, got, s.dup)
+		}
+	}
+}

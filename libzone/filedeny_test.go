@@ -1,0 +1,181 @@
+package libzone
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/bpf"
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+func inodeOf(t *testing.T, path string) string {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return inodeKey(st.Dev, st.Ino)
+}
+
+// denyPathInRoot resolves like the container would, inside its root:
+// symlinks (absolute or with ..) that point out of the root land inside it,
+// directories are trees, missing paths deny nothing.
+func TestDenyPathInRoot(t *testing.T) {
+	outside := t.TempDir()
+	root := filepath.Join(t.TempDir(), "root")
+	for _, d := range []string{"etc", "secrets/sub", "bin"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string) {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "etc/shadow"))
+	write(filepath.Join(outside, "shadow"))
+	write(filepath.Join(root, "secrets/key"))
+	write(filepath.Join(root, "secrets/sub/deep"))
+	write(filepath.Join(root, "bin/busybox"))
+	// Each would escape the root if followed on the host.
+	for name, target := range map[string]string{
+		"etc/abs":   filepath.Join(outside, "shadow"),
+		"etc/dots":  "../../../../../../../" + filepath.Join(outside, "shadow"),
+		"bin/wget":  "/bin/busybox",
+		"etc/loose": "/nonexistent",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc/shadow", filepath.Join(root, "secrets/link")); err != nil {
+		t.Fatal(err)
+	}
+	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(rootFD)
+
+	resolve := func(path string) map[string]string {
+		t.Helper()
+		got := map[string]string{}
+		budget := maxDenyInodes
+		err := denyPathInRoot(rootFD, path, func(dev, ino uint64, at string) { got[inodeKey(dev, ino)] = at }, &budget)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return got
+	}
+	one := func(path, want string) {
+		t.Helper()
+		got := resolve(path)
+		if len(got) != 1 || got[inodeOf(t, want)] != path {
+			t.Errorf("%s: got %v, want only the inode of %s", path, got, want)
+		}
+	}
+	one("/etc/shadow", filepath.Join(root, "etc/shadow"))
+	one("/bin/wget", filepath.Join(root, "bin/busybox"))
+	for _, p := range []string{"/etc/abs", "/etc/dots"} {
+		got := resolve(p)
+		if _, bad := got[inodeOf(t, filepath.Join(outside, "shadow"))]; bad {
+			t.Errorf("%s: resolved to the file outside the root", p)
+		}
+		if len(got) != 0 {
+			t.Errorf("%s: got %v, want nothing (the target does not exist inside the root)", p, got)
+		}
+	}
+	if got := resolve("/etc/loose"); len(got) != 0 {
+		t.Errorf("dangling symlink: got %v, want nothing", got)
+	}
+	if got := resolve("/nonexistent/x"); len(got) != 0 {
+		t.Errorf("missing path: got %v", got)
+	}
+
+	tree := resolve("/secrets")
+	for p, at := range map[string]string{
+		"secrets": "/secrets", "secrets/key": "/secrets/key", "secrets/sub": "/secrets/sub",
+		"secrets/sub/deep": "/secrets/sub/deep", "secrets/link": "/secrets/link",
+	} {
+		if tree[inodeOf(t, filepath.Join(root, p))] != at {
+			t.Errorf("tree /secrets: %s missing or misnamed in %v", p, tree)
+		}
+	}
+	if _, ok := tree[inodeOf(t, filepath.Join(root, "etc/shadow"))]; ok {
+		t.Errorf("tree /secrets followed the symlink secrets/link to /etc/shadow")
+	}
+	if len(tree) != 5 {
+		t.Errorf("tree /secrets: %d inodes, want 5: %v", len(tree), tree)
+	}
+
+	budget := 2
+	if err := denyPathInRoot(rootFD, "/secrets", func(uint64, uint64, string) {}, &budget); err == nil {
+		t.Errorf("a tree larger than the budget was accepted")
+	}
+}
+
+// fileDenies resolves each running member's deny lists in its root (here:
+// this test process, whose root is the host's) with the access bit of its
+// list, finds a member's process through its cgroup when the record has no
+// pid yet, and skips members that run nothing.
+func TestFileDeniesOfMembers(t *testing.T) {
+	raw, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cg string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "0::"); ok {
+			cg = v
+		}
+	}
+	if cg == "" {
+		t.Skip("no cgroup v2 membership")
+	}
+	dir := t.TempDir()
+	secret, tool := filepath.Join(dir, "secret"), filepath.Join(dir, "tool")
+	for _, f := range []string{secret, tool} {
+		if err := os.WriteFile(f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &zone.Policy{}
+	p.Filesystem.Deny = []string{secret, filepath.Join(dir, "missing")}
+	p.Exec.Deny = []string{tool}
+	want := map[string]bpf.FileAccess{inodeOf(t, secret): bpf.FileOpen, inodeOf(t, tool): bpf.FileExec}
+
+	cases := map[string][]zone.Container{
+		"recorded pid":          {{ID: "a", Pid: os.Getpid(), CgroupPath: cg}},
+		"plus a stopped member": {{ID: "a", Pid: os.Getpid(), CgroupPath: cg}, {ID: "gone", Pid: 1 << 30, CgroupPath: "/nonexistent-rauha-test"}},
+	}
+	if cg != "/" {
+		// The root cgroup holds the host's pid 1, whose root may be out of
+		// reach in a sandbox; the VM test covers joins anyway.
+		cases["pid from cgroup.procs"] = []zone.Container{{ID: "a", CgroupPath: cg}}
+	}
+	for name, members := range cases {
+		denies, paths, err := fileDenies(p, members)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := map[string]bpf.FileAccess{}
+		for _, d := range denies {
+			got[inodeKey(d.Dev, d.Ino)] |= d.Mask
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: denies %v, want %v", name, got, want)
+		}
+		if paths[inodeOf(t, secret)] != secret || paths[inodeOf(t, tool)] != tool || len(paths) != 2 {
+			t.Errorf("%s: paths %v", name, paths)
+		}
+	}
+	if denies, _, err := fileDenies(p, []zone.Container{{ID: "new"}}); err != nil || len(denies) != 0 {
+		t.Errorf("a member without cgroup: %v, %v; want nothing", denies, err)
+	}
+}

@@ -1,0 +1,169 @@
+#!/bin/bash
+# Guest side (vm-lane, tests in a VM whose kernel loads BPF-LSM programs):
+# the bpf-lsm backend enforces filesystem.deny and exec.deny with the LSM
+# file_deny map (libzone/filedeny.go), so
+#   - open of a denied file is EACCES and exec of a denied binary is 126,
+#     each with an event that names the policy path;
+#   - "rauha zone update" lifts and restores both denials for the SAME
+#     running process (the container's init opens and execs in a loop);
+#   - mode = "audit" lets the open through and records an audit event.
+# FILEDENY_OVERLAY=1 runs the container on an overlayfs root (tmpfs upper,
+# VM_MODULES=overlay), as image-based engines do: the kernel keys by the
+# overlay superblock's dev, stat(2) must report the same.
+# Needs rauha (cgo): VM_BINS=/path/to/rauha RUNTIME=/path/to/rauha. Prints
+# "FILEDENY: PASS|FAIL" and exits 0/1. Example (host):
+#   P=$(mktemp -d); cp tests/vm/filedeny.sh $P/
+#   VM_BINS=$PWD/rauha /work/shared/vm-lane/run-in-vm.sh $P ./filedeny.sh
+set -u
+RT=${RUNTIME:-rauha}
+R=$(mktemp -d /run/rauha-filedeny.XXXXXX) # fresh: the event log outlives its zone
+B=/tmp/fdbundle
+Z=fd
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "  ok    $*"; }
+bad() { fail=$((fail + 1)); echo "  FAIL  $*"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
+rt() { "$RT" --root "$R" "$@"; }
+
+command -v "$RT" >/dev/null || { echo "FILEDENY: FAIL ($RT not in the guest; pass VM_BINS=/path/to/rauha)"; exit 1; }
+
+mkdir -p $B/rootfs/bin $B/rootfs/etc $B/rootfs/proc $B/rootfs/sys $B/rootfs/dev $B/rootfs/tmp
+cp /usr/bin/busybox $B/rootfs/bin/busybox
+for a in $(/usr/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox $B/rootfs/bin/$a; done
+# An executable of its own: a busybox applet is the busybox inode.
+printf '#!/bin/sh\nexit 0\n' >$B/rootfs/bin/tool
+chmod +x $B/rootfs/bin/tool
+echo secret >$B/rootfs/etc/secret
+echo public >$B/rootfs/etc/motd
+mkdir -p $B/rootfs/srv/private/sub
+echo key >$B/rootfs/srv/private/sub/key
+# The init reports, twice a second, whether it can open /etc/secret itself
+# (a redirection in the shell, no new process) and exec /bin/tool.
+cat >$B/rootfs/loop.sh <<'IN'
+#!/bin/sh
+while :; do
+	if read x </etc/secret 2>/dev/null; then o=open; else o=denied; fi
+	/bin/tool true 2>/dev/null; e=$?
+	echo "open=$o exec=$e" >/state.tmp && mv /state.tmp /state
+	sleep 0.5
+done
+IN
+chmod +x $B/rootfs/loop.sh
+rootpath=rootfs rootdir=$B/rootfs
+if [ "${FILEDENY_OVERLAY:-0}" = 1 ]; then
+	mkdir -p /tmp/ov/upper /tmp/ov/work /tmp/ov/merged
+	mount -t overlay overlay -o lowerdir=$B/rootfs,upperdir=/tmp/ov/upper,workdir=/tmp/ov/work /tmp/ov/merged ||
+		{ echo "FILEDENY: FAIL (no overlayfs: VM_MODULES=overlay)"; exit 1; }
+	rootpath=/tmp/ov/merged rootdir=/tmp/ov/merged
+	echo "== overlayfs root: $(stat -c 'dev %d' /tmp/ov/merged/etc/secret), lower $(stat -c 'dev %d' $B/rootfs/etc/secret)"
+fi
+cat >$B/config.json <<'IN'
+{
+  "ociVersion": "1.0.2-dev",
+  "process": {
+    "terminal": false, "user": {"uid": 0, "gid": 0},
+    "args": ["/loop.sh"],
+    "env": ["PATH=/bin"], "cwd": "/",
+    "capabilities": {"bounding": ["CAP_KILL"], "effective": ["CAP_KILL"], "permitted": ["CAP_KILL"]},
+    "noNewPrivileges": true
+  },
+  "root": {"path": "ROOTPATH", "readonly": false},
+  "hostname": "fd",
+  "annotations": {"org.rauha.zone": "fd"},
+  "mounts": [
+    {"destination": "/proc", "type": "proc", "source": "proc"},
+    {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]}
+  ],
+  "linux": {
+    "cgroupsPath": "/rauha-filedeny/c1",
+    "resources": {"devices": [{"allow": false, "access": "rwm"}]},
+    "namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]
+  }
+}
+IN
+sed -i "s|ROOTPATH|$rootpath|" $B/config.json
+policy() { # policy FILE MODE DENY?
+	{
+		printf '[zone]\nmode = "%s"\nadmission = "strict"\n' "$2"
+		if [ "$3" = deny ]; then
+			printf '[filesystem]\ndeny = ["/etc/secret", "/srv/private"]\n[exec]\ndeny = ["/bin/tool"]\n'
+		fi
+	} >"$1"
+}
+policy /tmp/deny.toml enforce deny
+policy /tmp/open.toml enforce none
+policy /tmp/audit.toml audit deny
+
+# state WANT: wait until the init's last report is WANT (a fresh one).
+state() {
+	local i
+	for i in $(seq 1 30); do
+		rm -f $rootdir/state
+		sleep 0.6
+		[ "$(cat $rootdir/state 2>/dev/null)" = "$1" ] && return 0
+	done
+	echo "    state: $(cat $rootdir/state 2>/dev/null), want $1" >&2
+	return 1
+}
+events() { rt zone events $Z --format json 2>/dev/null; }
+has_event() { events | grep "\"control\":\"$1\"" | grep "\"decision\":\"$2\"" | grep -q "\"object\":\"$3"; }
+
+cleanup() {
+	rt kill c1 KILL >/dev/null 2>&1
+	sleep 0.5
+	rt delete --force c1 >/dev/null 2>&1
+	rt zone delete --force $Z >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+echo "== $($RT --version | head -1)"
+check "zone create with the deny policy" rt zone create $Z --policy /tmp/deny.toml
+rt zone inspect $Z | grep -i backend
+cd $B || exit 1
+if ! rt run -d c1 </dev/null >/tmp/run.log 2>&1; then cat /tmp/run.log; fi
+check "container c1 runs" sh -c "$RT --root $R state c1 | grep -q running"
+pid=$(rt state c1 | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+
+echo "== enforce: the init cannot open /etc/secret nor exec /bin/tool"
+check "init: open denied, exec 126" state "open=denied exec=126"
+out=$(rt exec c1 cat /etc/secret 2>&1); rc=$?
+echo "    exec cat /etc/secret: rc=$rc $out"
+check "exec'd cat /etc/secret: EACCES" eval '[ $rc = 1 ] && [ -z "${out##*Permission denied*}" ]'
+out=$(rt exec c1 cat /srv/private/sub/key 2>&1); rc=$?
+echo "    exec cat /srv/private/sub/key: rc=$rc $out"
+check "a file inside a denied directory: EACCES" eval '[ $rc = 1 ] && [ -z "${out##*Permission denied*}" ]'
+out=$(rt exec c1 cat /etc/motd 2>&1)
+check "the sibling /etc/motd opens" [ "$out" = public ]
+out=$(rt exec c1 sh -c '/bin/tool true; echo rc=$?' 2>&1)
+echo "    exec /bin/tool: $out"
+check "exec'd sh: /bin/tool is 126" eval '[ -z "${out##*rc=126*}" ]'
+events | head -5
+check "file event names /etc/secret (deny)" has_event file deny /etc/secret
+check "exec event names /bin/tool (deny)" has_event exec deny /bin/tool
+check "file event names /srv/private/sub/key (deny)" has_event file deny /srv/private/sub/key
+n=$(events | grep -c '"object":"/srv/private/sub/key')
+check "one event for one denied open (the observer's twin is dropped), got $n" [ "$n" = 1 ]
+rt zone verify $Z | grep -E 'backend|kernel policy|isolated'
+check "verify: the kernel policy (with the resolved inodes) equals the stored one" \
+	sh -c "$RT --root $R zone verify $Z | grep 'kernel policy' | grep -q 'kernel maps equal'"
+
+echo "== live update: the same init, without the deny lists"
+check "zone update to the open policy" rt zone update $Z --policy /tmp/open.toml
+check "init (same pid): open ok, exec 0" state "open=open exec=0"
+out=$(rt exec c1 cat /etc/secret 2>&1)
+check "exec'd cat /etc/secret reads it" [ "$out" = secret ]
+
+echo "== live update back to the deny policy"
+check "zone update to the deny policy" rt zone update $Z --policy /tmp/deny.toml
+check "init (same pid): open denied, exec 126 again" state "open=denied exec=126"
+
+echo "== audit mode: denials are logged, not enforced"
+check "zone update to the audit policy" rt zone update $Z --policy /tmp/audit.toml
+check "init (same pid): open ok, exec 0 in audit mode" state "open=open exec=0"
+check "file event names /etc/secret (audit)" has_event file audit /etc/secret
+check "exec event names /bin/tool (audit)" has_event exec audit /bin/tool
+events | grep '"decision":"audit"' | head -2
+check "the init is still the same process" sh -c "[ \"\$($RT --root $R state c1 | sed -n 's/.*\"pid\": \([0-9]*\).*/\1/p')\" = $pid ]"
+
+echo "FILEDENY: $([ $fail = 0 ] && echo PASS || echo FAIL) ($pass passed, $fail failed)"
+[ $fail = 0 ]
