@@ -16,22 +16,32 @@ var lifecycleRows = []string{"create", "start", "state", "exec", "kill", "delete
 // samples collects durations and peak RSS per runtime and row.
 type samples struct {
 	dur map[string]map[string][]time.Duration
+	cpu map[string]map[string][]time.Duration
 	rss map[string]map[string]int64
 }
 
 func newSamples() *samples {
-	return &samples{dur: map[string]map[string][]time.Duration{}, rss: map[string]map[string]int64{}}
+	return &samples{dur: map[string]map[string][]time.Duration{}, cpu: map[string]map[string][]time.Duration{}, rss: map[string]map[string]int64{}}
 }
 
-func (s *samples) add(rt, row string, d time.Duration, rss int64) {
+func (s *samples) add(rt, row string, c call) {
 	if s.dur[rt] == nil {
 		s.dur[rt] = map[string][]time.Duration{}
+		s.cpu[rt] = map[string][]time.Duration{}
 		s.rss[rt] = map[string]int64{}
 	}
-	s.dur[rt][row] = append(s.dur[rt][row], d)
-	if rss > s.rss[rt][row] {
-		s.rss[rt][row] = rss
+	s.dur[rt][row] = append(s.dur[rt][row], c.dur)
+	s.cpu[rt][row] = append(s.cpu[rt][row], c.cpu)
+	if c.rssKiB > s.rss[rt][row] {
+		s.rss[rt][row] = c.rssKiB
 	}
+}
+
+// summary of one runtime's row, wall and CPU time.
+func (s *samples) summary(rt, row string) row {
+	r := summarize(rt, row, s.dur[rt][row], s.rss[rt][row])
+	r.CPUMedianMs = summarize(rt, row, s.cpu[rt][row], 0).MedianMs
+	return r
 }
 
 // lifecycle runs every runtime's sample i before any runtime's sample i+1,
@@ -57,7 +67,7 @@ func (b *bench) lifecycle(ctx context.Context, res *results) error {
 	}
 	for _, r := range rts {
 		for _, row := range lifecycleRows {
-			res.Lifecycle = append(res.Lifecycle, summarize(r.name, row, s.dur[r.name][row], s.rss[r.name][row]))
+			res.Lifecycle = append(res.Lifecycle, s.summary(r.name, row))
 		}
 	}
 	return nil
@@ -74,12 +84,14 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 	pidFile := filepath.Join(b.cfg.work, r.name+".pid")
 	os.Remove(pidFile)
 	b.track(r, id, true)
-	var total time.Duration
+	// cycle: wall time of the four steps (reading the pid file excluded),
+	// CPU time of the three runtime calls
+	var cycle call
 	c, err := r.invoke(nil, "create", "--bundle", bundle, "--pid-file", pidFile, id)
 	if err != nil {
 		return err
 	}
-	total += c.dur
+	cycle.dur, cycle.cpu = c.dur, c.cpu
 	pid, err := readPid(pidFile)
 	if err != nil {
 		return err
@@ -88,6 +100,7 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 	if c, err = r.invoke(nil, "start", id); err != nil {
 		return err
 	}
+	cycle.cpu += c.cpu
 	if err := waitExit(pid); err != nil {
 		return err
 	}
@@ -95,8 +108,9 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 		return err
 	}
 	b.track(r, id, false)
-	total += time.Since(t0)
-	s.add(r.name, "cycle", total, 0)
+	cycle.cpu += c.cpu
+	cycle.dur += time.Since(t0)
+	s.add(r.name, "cycle", cycle)
 
 	// run in the foreground: the runtime waits for true and removes it
 	id = "bench-run"
@@ -107,7 +121,7 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 	if c, err = r.invoke(nil, "run", "--bundle", bundle, id); err != nil {
 		return err
 	}
-	s.add(r.name, "run", c.dur, c.rssKiB)
+	s.add(r.name, "run", c)
 	// runc run removes the container itself; whatever remains goes.
 	_, _ = r.invoke(nil, "delete", "--force", id)
 	b.track(r, id, false)
@@ -134,7 +148,7 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 		if err != nil {
 			return err
 		}
-		s.add(r.name, st.row, c.dur, c.rssKiB)
+		s.add(r.name, st.row, c)
 	}
 	if pid, err = readPid(pidFile); err != nil {
 		return err
@@ -145,7 +159,7 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 	if c, err = r.invoke(nil, "delete", id); err != nil {
 		return err
 	}
-	s.add(r.name, "delete", c.dur, c.rssKiB)
+	s.add(r.name, "delete", c)
 	b.track(r, id, false)
 	return nil
 }

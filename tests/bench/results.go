@@ -28,6 +28,9 @@ type row struct {
 	MedianMs float64 `json:"median_ms"`
 	P90Ms    float64 `json:"p90_ms"`
 	PeakRSS  int64   `json:"peak_rss_kib,omitempty"`
+	// CPU time (user + system) of the runtime call, median: much less
+	// sensitive to other load than wall time.
+	CPUMedianMs float64 `json:"cpu_median_ms,omitempty"`
 }
 
 type probeRow struct {
@@ -172,7 +175,8 @@ func (r *results) evaluate() {
 		s, ok1 := r.find(r.Lifecycle, "rauha-strict", "cycle", 0)
 		p, ok2 := r.find(r.Lifecycle, "rauha-privileged", "cycle", 0)
 		if ok1 && ok2 {
-			add("enforcement adds to create+start+wait+delete (strict - privileged median)", s.MedianMs-p.MedianMs, 3, "ms", "")
+			add("enforcement adds to create+start+wait+delete (strict - privileged median)", s.MedianMs-p.MedianMs, 3, "ms",
+				fmt.Sprintf("CPU time: %+.1f ms", s.CPUMedianMs-p.CPUMedianMs))
 		}
 	}
 	if in, ok := r.probeFind("rauha zone enforcing", "open+close"); ok {
@@ -234,6 +238,10 @@ func (r *results) print(w io.Writer) {
 			hdr += " rauha/" + name + " |"
 			sep += "---|"
 		}
+		for _, name := range runcs {
+			hdr += " CPU rauha/" + name + " |"
+			sep += "---|"
+		}
 		hdr += " peak RSS " + strings.Join(append(append([]string{}, runcs...), "rauha"), " / ") + " |"
 		sep += "---|"
 		fmt.Fprintln(w, hdr)
@@ -252,18 +260,23 @@ func (r *results) print(w io.Writer) {
 				b, _ := r.find(r.Lifecycle, rn, name, 0)
 				line += fmt.Sprintf(" **%.2f** |", a.MedianMs/b.MedianMs)
 			}
+			for _, rn := range runcs {
+				b, _ := r.find(r.Lifecycle, rn, name, 0)
+				line += fmt.Sprintf(" %.2f |", a.CPUMedianMs/b.CPUMedianMs)
+			}
 			line += " " + strings.Join(append(rss, rssStr(a.PeakRSS)), " / ") + " |"
 			fmt.Fprintln(w, line)
 		}
-		fmt.Fprintf(w, "\n## Zone cost (ms, median / p90): the same lifecycle in a privileged zone (only signal scoping), the default (standard) zone and a strict zone\n\n")
-		fmt.Fprintln(w, "| row | rauha-privileged | rauha (standard) | rauha-strict | strict - privileged |")
+		fmt.Fprintf(w, "\n## Zone cost (ms, wall median / p90, and median CPU time of the runtime): the same lifecycle in a privileged zone (only signal scoping), the default (standard) zone and a strict zone\n\n")
+		fmt.Fprintln(w, "| row | rauha-privileged | rauha (standard) | rauha-strict | strict - privileged (wall, CPU) |")
 		fmt.Fprintln(w, "|---|---|---|---|---|")
 		for _, name := range lifecycleRows {
 			p, _ := r.find(r.Lifecycle, "rauha-privileged", name, 0)
 			s, _ := r.find(r.Lifecycle, "rauha", name, 0)
 			x, _ := r.find(r.Lifecycle, "rauha-strict", name, 0)
-			fmt.Fprintf(w, "| %s | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %+.1f |\n", name,
-				p.MedianMs, p.P90Ms, s.MedianMs, s.P90Ms, x.MedianMs, x.P90Ms, x.MedianMs-p.MedianMs)
+			fmt.Fprintf(w, "| %s | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %+.1f, %+.1f |\n", name,
+				p.MedianMs, p.P90Ms, p.CPUMedianMs, s.MedianMs, s.P90Ms, s.CPUMedianMs, x.MedianMs, x.P90Ms, x.CPUMedianMs,
+				x.MedianMs-p.MedianMs, x.CPUMedianMs-p.CPUMedianMs)
 		}
 	}
 	if len(r.Probe) > 0 {

@@ -39,6 +39,7 @@ func (r *runtime) version() string {
 // call is one timed runtime invocation.
 type call struct {
 	dur    time.Duration
+	cpu    time.Duration // user + system time of the runtime and what it waited for
 	rssKiB int64
 }
 
@@ -61,16 +62,17 @@ func (r *runtime) invoke(stdout *os.File, args ...string) (call, error) {
 	t0 := time.Now()
 	err = cmd.Run()
 	d := time.Since(t0)
-	var rss int64
+	c := call{dur: d}
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = ru.Maxrss
+			c.rssKiB = ru.Maxrss
+			c.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
 	}
 	if err != nil {
-		return call{d, rss}, fmt.Errorf("%s %s: %w: %s", r.name, strings.Join(args, " "), err, r.tail(off))
+		return c, fmt.Errorf("%s %s: %w: %s", r.name, strings.Join(args, " "), err, r.tail(off))
 	}
-	return call{d, rss}, nil
+	return c, nil
 }
 
 // tail is what the runtime wrote to stderr since offset off.

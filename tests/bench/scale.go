@@ -33,7 +33,7 @@ func (b *bench) scaleTest(ctx context.Context, res *results) error {
 					return err
 				}
 				for _, row := range []string{"create", "state", "list", "delete"} {
-					sr := summarize(r.name, row, s.dur[r.name][row], s.rss[r.name][row])
+					sr := s.summary(r.name, row)
 					sr.Live = level
 					res.Scale = append(res.Scale, sr)
 				}
@@ -134,7 +134,7 @@ func (b *bench) scaleSamples(ctx context.Context, r *runtime, s *samples) error 
 			if err != nil {
 				return err
 			}
-			rec.add(r.name, st.row, c.dur, c.rssKiB)
+			rec.add(r.name, st.row, c)
 		}
 		b.track(r, id, false)
 	}
