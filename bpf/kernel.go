@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -133,6 +134,9 @@ func Open(pinDir string, lsm bool) (_ *Kernel, err error) {
 	if err := checkBackend(pinDir, lsm); err != nil {
 		return nil, err
 	}
+	if k, err := openInstalled(pinDir, lsm); k != nil || err != nil {
+		return k, err
+	}
 	spec, err := loadRauha()
 	if err != nil {
 		return nil, fmt.Errorf("parse the embedded BPF object: %w", err)
@@ -208,6 +212,53 @@ func Open(pinDir string, lsm bool) (_ *Kernel, err error) {
 			return nil, err
 		}
 		created = append(created, pin)
+	}
+	if err := kern.openPinnedPrograms(); err != nil {
+		return nil, err
+	}
+	if err := kern.initConfig(); err != nil {
+		return nil, err
+	}
+	return kern, nil
+}
+
+// openInstalled opens a pin directory that already holds every map and
+// every program of the backend, without parsing the embedded object: its
+// BTF decoding was the largest part of every create and delete, in time
+// and memory. It returns nil, nil when something is missing, for Open to
+// install it. The maps' compatibility with the object was checked by the
+// Open that pinned them; openPinnedPrograms still checks that the pinned
+// programs use exactly these maps, and a map whose key or value size
+// changed refuses every update.
+func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
+	for _, p := range backendPrograms(lsm) {
+		pin := linkPin(pinDir, p.name)
+		if p.perMember {
+			pin = progPin(pinDir, p.name)
+		}
+		if !exists(pin) {
+			return nil, nil
+		}
+	}
+	kern := &Kernel{pinDir: pinDir, lsm: lsm}
+	defer func() {
+		if err != nil {
+			kern.Close()
+		}
+	}()
+	// rauhaMaps names every pinned map in its ebpf tags (what Assign uses).
+	v := reflect.ValueOf(&kern.maps).Elem()
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Tag.Get("ebpf")
+		m, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, name), nil)
+		if errors.Is(err, os.ErrNotExist) {
+			kern.Close()
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open pinned map %s: %w", name, err)
+		}
+		v.Field(i).Set(reflect.ValueOf(m))
 	}
 	if err := kern.openPinnedPrograms(); err != nil {
 		return nil, err

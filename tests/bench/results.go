@@ -1,0 +1,349 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+const noisyNote = "This machine is shared and noisy (2 CPUs, other sessions running): absolute times vary from run to run; only ratios between runtimes measured in the same, interleaved run count."
+
+type runtimeInfo struct {
+	Name    string `json:"name"`
+	Bin     string `json:"bin"`
+	Version string `json:"version"`
+}
+
+// row is one command's figures for one runtime.
+type row struct {
+	Runtime  string  `json:"runtime"`
+	Row      string  `json:"row"`
+	Live     int     `json:"live,omitempty"` // live containers (scale rows)
+	N        int     `json:"n"`
+	MedianMs float64 `json:"median_ms"`
+	P90Ms    float64 `json:"p90_ms"`
+	PeakRSS  int64   `json:"peak_rss_kib,omitempty"`
+	// CPU time (user + system) of the runtime call, median: much less
+	// sensitive to other load than wall time.
+	CPUMedianMs float64 `json:"cpu_median_ms,omitempty"`
+}
+
+type probeRow struct {
+	Variant  string  `json:"variant"`
+	Op       string  `json:"op"`
+	Runs     int     `json:"runs"`
+	MedianNs float64 `json:"median_ns"` // median over runs of each run's median
+	P90Ns    float64 `json:"p90_ns"`
+}
+
+type target struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Unit   string  `json:"unit"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+type results struct {
+	Started   string        `json:"started"`
+	Host      string        `json:"host"`
+	Note      string        `json:"note"`
+	LoadAvg   string        `json:"loadavg_end"`
+	Runtimes  []runtimeInfo `json:"runtimes"`
+	Lifecycle []row         `json:"lifecycle,omitempty"`
+	Probe     []probeRow    `json:"probe,omitempty"`
+	Update    []row         `json:"update,omitempty"`
+	Scale     []row         `json:"scale,omitempty"`
+	Targets   []target      `json:"targets"`
+	Errors    []string      `json:"errors,omitempty"`
+}
+
+func summarize(rt, name string, ds []time.Duration, rss int64) row {
+	v := make([]float64, len(ds))
+	for i, d := range ds {
+		v[i] = float64(d.Microseconds()) / 1000
+	}
+	sort.Float64s(v)
+	return row{Runtime: rt, Row: name, N: len(v), MedianMs: quantile(v, 0.5), P90Ms: quantile(v, 0.9), PeakRSS: rss}
+}
+
+// quantile of sorted v: the median interpolates, p90 is the nearest rank.
+func quantile(v []float64, q float64) float64 {
+	n := len(v)
+	if n == 0 {
+		return math.NaN()
+	}
+	if q == 0.5 {
+		if n%2 == 1 {
+			return v[n/2]
+		}
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	k := int(math.Ceil(q*float64(n))) - 1
+	return v[max(0, min(k, n-1))]
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return quantile(s, 0.5)
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+func hostInfo() string {
+	var u [3]string
+	for i, f := range []string{"/proc/sys/kernel/osrelease", "/proc/sys/kernel/hostname", "/proc/loadavg"} {
+		data, _ := os.ReadFile(f)
+		u[i] = strings.TrimSpace(string(data))
+	}
+	return fmt.Sprintf("kernel %s, loadavg at start %s", u[0], u[2])
+}
+
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(data))
+}
+
+func (r *results) find(rows []row, rt, name string, live int) (row, bool) {
+	for _, x := range rows {
+		if x.Runtime == rt && x.Row == name && x.Live == live {
+			return x, true
+		}
+	}
+	return row{}, false
+}
+
+func (r *results) probeFind(variantPrefix, op string) (probeRow, bool) {
+	for _, p := range r.Probe {
+		if strings.HasPrefix(p.Variant, variantPrefix) && p.Op == op {
+			return p, true
+		}
+	}
+	return probeRow{}, false
+}
+
+// baseline is the first runc in the run (runc 1.1.5 by default): the
+// targets of issue 6 are stated against it.
+func (r *results) baseline() string {
+	for _, rt := range r.Runtimes {
+		if !strings.HasPrefix(rt.Name, "rauha") {
+			return rt.Name
+		}
+	}
+	return ""
+}
+
+// evaluate checks the targets of issue 6 against this run's figures.
+func (r *results) evaluate() {
+	base := r.baseline()
+	add := func(name string, value, limit float64, unit, detail string) {
+		r.Targets = append(r.Targets, target{Name: name, Value: round(value), Limit: limit, Unit: unit,
+			Met: !math.IsNaN(value) && value <= limit, Detail: detail})
+	}
+	if len(r.Lifecycle) > 0 && base != "" {
+		if a, ok := r.find(r.Lifecycle, "rauha", "cycle", 0); ok {
+			b, _ := r.find(r.Lifecycle, base, "cycle", 0)
+			add("create+start+wait+delete median rauha/"+base, a.MedianMs/b.MedianMs, 0.8, "ratio", "")
+		}
+		var slow, fat []string
+		worst, worstRSS := 0.0, 0.0
+		for _, name := range lifecycleRows {
+			a, _ := r.find(r.Lifecycle, "rauha", name, 0)
+			b, _ := r.find(r.Lifecycle, base, name, 0)
+			q := a.MedianMs / b.MedianMs
+			worst = math.Max(worst, q)
+			if q > 1 {
+				slow = append(slow, fmt.Sprintf("%s %.2f", name, q))
+			}
+			if a.PeakRSS > 0 && b.PeakRSS > 0 {
+				qr := float64(a.PeakRSS) / float64(b.PeakRSS)
+				worstRSS = math.Max(worstRSS, qr)
+				if qr > 1 {
+					fat = append(fat, fmt.Sprintf("%s %.2f", name, qr))
+				}
+			}
+		}
+		add("no row slower than "+base+" (worst median ratio)", worst, 1, "ratio", strings.Join(slow, ", "))
+		add("peak RSS of every command <= "+base+" (worst ratio)", worstRSS, 1, "ratio", strings.Join(fat, ", "))
+		s, ok1 := r.find(r.Lifecycle, "rauha-strict", "cycle", 0)
+		p, ok2 := r.find(r.Lifecycle, "rauha-privileged", "cycle", 0)
+		if ok1 && ok2 {
+			add("enforcement adds to create+start+wait+delete (strict - privileged median)", s.MedianMs-p.MedianMs, 3, "ms",
+				fmt.Sprintf("CPU time: %+.1f ms", s.CPUMedianMs-p.CPUMedianMs))
+		}
+	}
+	if in, ok := r.probeFind("rauha zone enforcing", "open+close"); ok {
+		if out, ok := r.probeFind("outside", "open+close"); ok {
+			add("open+close inside an enforcing zone / outside", in.MedianNs/out.MedianNs, 1.10, "ratio", "")
+		}
+	}
+	if len(r.Scale) > 0 {
+		lv := 0
+		for _, x := range r.Scale {
+			lv = max(lv, x.Live)
+		}
+		c1, ok1 := r.find(r.Scale, "rauha", "create", 1)
+		cN, ok2 := r.find(r.Scale, "rauha", "create", lv)
+		if ok1 && ok2 {
+			add(fmt.Sprintf("create at %d live / at 1 live", lv), cN.MedianMs/c1.MedianMs, 1.2, "ratio", "")
+		}
+		if l, ok := r.find(r.Scale, "rauha", "list", lv); ok {
+			add(fmt.Sprintf("list at %d live", lv), l.MedianMs, 100, "ms", "")
+		}
+	}
+}
+
+func round(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func (r *results) write(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+func (r *results) print(w io.Writer) {
+	fmt.Fprintf(w, "\n# rauha bench, %s (%s)\n", r.Started, r.Host)
+	for _, rt := range r.Runtimes {
+		fmt.Fprintf(w, "#   %-10s %s (%s)\n", rt.Name, rt.Version, rt.Bin)
+	}
+	fmt.Fprintf(w, "# NOTE: %s\n", r.Note)
+	var runcs []string
+	for _, rt := range r.Runtimes {
+		if !strings.HasPrefix(rt.Name, "rauha") {
+			runcs = append(runcs, rt.Name)
+		}
+	}
+	if len(r.Lifecycle) > 0 {
+		n := 0
+		if x, ok := r.find(r.Lifecycle, "rauha", "cycle", 0); ok {
+			n = x.N
+		}
+		fmt.Fprintf(w, "\n## Lifecycle (ms, median / p90 of %d interleaved samples; peak RSS KiB; cycle = create+start+wait+delete)\n\n", n)
+		hdr := "| row |"
+		sep := "|---|"
+		for _, name := range append(append([]string{}, runcs...), "rauha") {
+			hdr += " " + name + " |"
+			sep += "---|"
+		}
+		for _, name := range runcs {
+			hdr += " rauha/" + name + " |"
+			sep += "---|"
+		}
+		for _, name := range runcs {
+			hdr += " CPU rauha/" + name + " |"
+			sep += "---|"
+		}
+		hdr += " peak RSS " + strings.Join(append(append([]string{}, runcs...), "rauha"), " / ") + " |"
+		sep += "---|"
+		fmt.Fprintln(w, hdr)
+		fmt.Fprintln(w, sep)
+		for _, name := range lifecycleRows {
+			a, _ := r.find(r.Lifecycle, "rauha", name, 0)
+			line := "| " + name + " |"
+			var rss []string
+			for _, rn := range runcs {
+				b, _ := r.find(r.Lifecycle, rn, name, 0)
+				line += fmt.Sprintf(" %.1f / %.1f |", b.MedianMs, b.P90Ms)
+				rss = append(rss, rssStr(b.PeakRSS))
+			}
+			line += fmt.Sprintf(" %.1f / %.1f |", a.MedianMs, a.P90Ms)
+			for _, rn := range runcs {
+				b, _ := r.find(r.Lifecycle, rn, name, 0)
+				line += fmt.Sprintf(" **%.2f** |", a.MedianMs/b.MedianMs)
+			}
+			for _, rn := range runcs {
+				b, _ := r.find(r.Lifecycle, rn, name, 0)
+				line += fmt.Sprintf(" %.2f |", a.CPUMedianMs/b.CPUMedianMs)
+			}
+			line += " " + strings.Join(append(rss, rssStr(a.PeakRSS)), " / ") + " |"
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintf(w, "\n## Zone cost (ms, wall median / p90, and median CPU time of the runtime): the same lifecycle in a privileged zone (only signal scoping), the default (standard) zone and a strict zone\n\n")
+		fmt.Fprintln(w, "| row | rauha-privileged | rauha (standard) | rauha-strict | strict - privileged (wall, CPU) |")
+		fmt.Fprintln(w, "|---|---|---|---|---|")
+		for _, name := range lifecycleRows {
+			p, _ := r.find(r.Lifecycle, "rauha-privileged", name, 0)
+			s, _ := r.find(r.Lifecycle, "rauha", name, 0)
+			x, _ := r.find(r.Lifecycle, "rauha-strict", name, 0)
+			fmt.Fprintf(w, "| %s | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %+.1f, %+.1f |\n", name,
+				p.MedianMs, p.P90Ms, p.CPUMedianMs, s.MedianMs, s.P90Ms, s.CPUMedianMs, x.MedianMs, x.P90Ms, x.CPUMedianMs,
+				x.MedianMs-p.MedianMs, x.CPUMedianMs-p.CPUMedianMs)
+		}
+	}
+	if len(r.Probe) > 0 {
+		fmt.Fprintf(w, "\n## Enforcement cost per operation inside the container (ns, median of per-run medians / p90)\n\n")
+		var variants []string
+		for _, p := range r.Probe {
+			if len(variants) == 0 || variants[len(variants)-1] != p.Variant {
+				variants = append(variants, p.Variant)
+			}
+		}
+		fmt.Fprintln(w, "| op | "+strings.Join(variants, " | ")+" | enforcing/outside |")
+		fmt.Fprintln(w, "|---|"+strings.Repeat("---|", len(variants)+1))
+		for _, op := range []string{"open+close", "connect", "fork+exec", "signal"} {
+			line := "| " + op + " |"
+			for _, v := range variants {
+				p, _ := r.probeFind(v, op)
+				line += fmt.Sprintf(" %.0f / %.0f |", p.MedianNs, p.P90Ns)
+			}
+			in, _ := r.probeFind("rauha zone enforcing", op)
+			out, _ := r.probeFind("outside", op)
+			line += fmt.Sprintf(" **%.2f** |", in.MedianNs/out.MedianNs)
+			fmt.Fprintln(w, line)
+		}
+	}
+	if len(r.Update) > 0 {
+		fmt.Fprintf(w, "\n## Policy update reaching a running container (ms)\n\n| what | n | median | p90 |\n|---|---|---|---|\n")
+		for _, u := range r.Update {
+			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f |\n", u.Row, u.N, u.MedianMs, u.P90Ms)
+		}
+	}
+	if len(r.Scale) > 0 {
+		fmt.Fprintf(w, "\n## Scale (ms, median / p90, with N sleeping containers alive; one runtime at a time, not interleaved)\n\n")
+		fmt.Fprintln(w, "| runtime | live | create | state | list | delete --force |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+		for _, x := range r.Scale {
+			if x.Row != "create" {
+				continue
+			}
+			line := fmt.Sprintf("| %s | %d |", x.Runtime, x.Live)
+			for _, name := range []string{"create", "state", "list", "delete"} {
+				y, _ := r.find(r.Scale, x.Runtime, name, x.Live)
+				line += fmt.Sprintf(" %.1f / %.1f |", y.MedianMs, y.P90Ms)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	fmt.Fprintf(w, "\n## Targets (issue 6)\n\n| target | value | limit | met |\n|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		met := "yes"
+		if !t.Met {
+			met = "**no**"
+		}
+		detail := ""
+		if t.Detail != "" {
+			detail = " (" + t.Detail + ")"
+		}
+		fmt.Fprintf(w, "| %s%s | %.3f %s | %.2f | %s |\n", t.Name, detail, t.Value, t.Unit, t.Limit, met)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "\nERROR: %s\n", e)
+	}
+	fmt.Fprintf(w, "\nloadavg at end: %s\n", r.LoadAvg)
+}
+
+func rssStr(k int64) string {
+	if k == 0 {
+		return "-"
+	}
+	return fmt.Sprint(k)
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// scaleTest keeps N sleeping containers alive (N from -scale, ascending)
+// and times create, state, list and delete of one more container. One
+// runtime at a time: 500 live containers of two runtimes at once would
+// measure the machine, not the runtime.
+func (b *bench) scaleTest(ctx context.Context, res *results) error {
+	rts := []*runtime{b.rt("rauha")}
+	if rc := b.runcs(); len(rc) > 0 {
+		rts = append(rts, rc[0])
+	}
+	for _, r := range rts {
+		alive, started := 0, 0
+		err := func() error {
+			defer func() { b.removeAlive(r, started) }()
+			for _, level := range b.cfg.scale {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				started = max(started, level)
+				if err := b.populate(ctx, r, alive, level); err != nil {
+					return err
+				}
+				alive = level
+				s := newSamples()
+				if err := b.scaleSamples(ctx, r, s); err != nil {
+					return err
+				}
+				for _, row := range []string{"create", "state", "list", "delete"} {
+					sr := s.summary(r.name, row)
+					sr.Live = level
+					res.Scale = append(res.Scale, sr)
+				}
+				fmt.Printf("bench: scale %s at %d live done\n", r.name, level)
+			}
+			return nil
+		}()
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+	}
+	return nil
+}
+
+func scaleID(k int) string { return fmt.Sprintf("bench-live-%d", k) }
+
+// populate brings r from `from` to `to` running sleep containers, two
+// at a time (the machine has two CPUs).
+func (b *bench) populate(ctx context.Context, r *runtime, from, to int) error {
+	jobs := make(chan int)
+	errs := make(chan error, to-from)
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range jobs {
+				id := scaleID(k)
+				bundle, err := b.bundle(r, id, []string{"/bin/sleep", "3600"}, nil)
+				if err == nil {
+					b.track(r, id, true)
+					_, err = r.invoke(nil, "run", "-d", "--bundle", bundle, id)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for k := from; k < to && ctx.Err() == nil; k++ {
+		jobs <- k
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+func (b *bench) removeAlive(r *runtime, n int) {
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range jobs {
+				if _, err := r.invoke(nil, "delete", "--force", scaleID(k)); err == nil {
+					b.track(r, scaleID(k), false)
+				}
+			}
+		}()
+	}
+	for k := 0; k < n; k++ {
+		jobs <- k
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+func (b *bench) scaleSamples(ctx context.Context, r *runtime, s *samples) error {
+	id := "bench-scale"
+	bundle, err := b.bundle(r, id, []string{"/bin/sleep", "3600"}, nil)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 1+b.cfg.scaleN; i++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rec := s
+		if i == 0 {
+			rec = newSamples() // warm-up
+		}
+		b.track(r, id, true)
+		for _, st := range []struct {
+			row  string
+			args []string
+		}{
+			{"create", []string{"create", "--bundle", bundle, id}},
+			{"state", []string{"state", id}},
+			{"list", []string{"list"}},
+			{"delete", []string{"delete", "--force", id}},
+		} {
+			c, err := r.invoke(nil, st.args...)
+			if err != nil {
+				return err
+			}
+			rec.add(r.name, st.row, c)
+		}
+		b.track(r, id, false)
+	}
+	return nil
+}
