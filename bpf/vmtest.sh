@@ -36,25 +36,30 @@ bins=
 if [ "$matrix" = 1 ]; then
 	make -C "$repo" --no-print-directory build >&2
 	bins=$repo/rauha
-	cp "$repo/tests/vm/matrix.sh" "$payload/bin/"
+	cp "$repo/tests/vm/matrix.sh" "$repo/tests/vm/filedeny.sh" "$payload/bin/"
 fi
 
 kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.1 6.12 nobpf)
 failed=()
 for k in "${kernels[@]}"; do
-	expect=1 backend=bpf-lsm
+	# filedeny.sh: the bpf-lsm deny lists (live update, audit, events);
+	# once on an overlayfs root too, where st_dev is the overlay's.
+	expect=1 backend=bpf-lsm filedeny=plain
 	case $k in
 	6.1) env=() ;;
-	6.12) env=(VM_KERNEL_PKG='linux-image-6.12.*-cloud-amd64-unsigned') ;;
+	6.12) env=(VM_KERNEL_PKG='linux-image-6.12.*-cloud-amd64-unsigned' VM_MODULES=overlay) filedeny="plain overlay" ;;
 	sid) env=(VM_APT_SUITE=sid) ;;
-	nobpf) env=(VM_LSM=landlock,lockdown,yama) expect=0 backend=landlock ;;
+	nobpf) env=(VM_LSM=landlock,lockdown,yama) expect=0 backend=landlock filedeny= ;;
 	*) echo "vmtest: unknown kernel $k (6.1, 6.12, sid, nobpf)" >&2; exit 2 ;;
 	esac
 	echo "=== vmtest: kernel $k"
 	cmd="uname -r; RAUHA_EXPECT_LSM=$expect bpf.test -test.v -test.count=1 ${VMTEST_FLAGS:-}; s=\$?"
 	if [ "$matrix" = 1 ]; then
 		cmd="$cmd; RAUHA=$bins BACKEND=$backend bash /payload/bin/matrix.sh || s=1"
+		for v in $filedeny; do
+			cmd="$cmd; FILEDENY_OVERLAY=$([ "$v" = overlay ] && echo 1 || echo 0) RUNTIME=$bins bash /payload/bin/filedeny.sh || s=1"
+		done
 	fi
 	if env "${env[@]}" VM_BINS="$bins" VM_TIMEOUT="${VM_TIMEOUT:-900}" "$lane" "$payload" "$cmd; exit \$s"; then
 		echo "=== vmtest: kernel $k PASS"

@@ -158,10 +158,11 @@ run_fuzz() {
 run_vm() {
 	local log=$LOGDIR/vm.log rc=0
 	limited 1200 bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 </dev/null || rc=$?
-	grep -E '^=== vmtest|^(FAIL|PASS)|--- FAIL|vmtest:|^not ok [0-9]+ |^ok [0-9]+ .*# SKIP|^# rauha matrix' "$log" | head -100
+	grep -E '^=== vmtest|^(FAIL|PASS)|--- FAIL|vmtest:|^not ok [0-9]+ |^ok [0-9]+ .*# SKIP|^# rauha matrix|^FILEDENY:|^  FAIL  ' "$log" | head -100
 	local p f s
-	p=$(grep -cE '^\s*--- PASS:' "$log" || true)
-	f=$(grep -cE '^\s*--- FAIL:' "$log" || true)
+	# Go tests (--- PASS), matrix.sh (TAP ok / not ok), filedeny.sh (ok / FAIL).
+	p=$(grep -cE '^\s*--- PASS:|^  ok    ' "$log" || true)
+	f=$(grep -cE '^\s*--- FAIL:|^  FAIL  ' "$log" || true)
 	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$log" || true)
 	p=$((p + $(grep -E '^ok [0-9]+ ' "$log" | grep -cv '# SKIP' || true)))
 	f=$((f + $(grep -cE '^not ok [0-9]+ ' "$log" || true)))
