@@ -269,6 +269,22 @@ podman_setup() {
 	fi
 }
 
+# forget_rauha_roots DIR: delete the zones of every rauha state root below
+# DIR (the runtime roots a client gave rauha) and reconcile it, which removes
+# its BPF pins once no zone is left. Pins outlive a removed root, and each
+# pin directory keeps a host-wide tracepoint program attached.
+forget_rauha_roots() {
+	local db root z
+	while IFS= read -r db; do
+		root=${db%/rauha.db}
+		for z in $(timeout 20 "$RT" --root "$root" zone list --format json 2>/dev/null | jq -r '.[].name' 2>/dev/null); do
+			timeout 30 "$RT" --root "$root" zone delete --force "$z" >/dev/null 2>&1
+		done
+		timeout 30 "$RT" --root "$root" zone reconcile >/dev/null 2>&1 ||
+			echo "# zone reconcile of $root failed: its BPF pins may be left behind" >&2
+	done < <(find "$1" -name rauha.db 2>/dev/null)
+}
+
 podman_teardown() {
 	local ids id
 	ids=$(podman ps -aq --no-trunc 2>/dev/null)
@@ -282,6 +298,7 @@ podman_teardown() {
 	del_bridge "$P_BRIDGE"
 	rm -rf "/var/lib/cni/networks/$P_NET"
 	unmount_under "$P_LIB"
+	forget_rauha_roots "$P_RUN"
 	unmount_under "$P_RUN"
 	rm -rf "$P_LIB" "$P_RUN"
 }
@@ -344,6 +361,7 @@ docker_teardown() {
 	rm_noted_cgroups "$D_RUN/created-cgroups"
 	del_bridge "$D_BRIDGE"
 	unmount_under "$D_LIB"
+	forget_rauha_roots "$D_RUN"
 	unmount_under "$D_RUN"
 	rm -rf "$D_LIB" "$D_RUN"
 }
@@ -416,6 +434,7 @@ cri_teardown() {
 	del_bridge "$C_BRIDGE"
 	rm -rf "/var/lib/cni/networks/$C_NET"
 	unmount_under "$C_LIB"
+	forget_rauha_roots "$C_RUN"
 	unmount_under "$C_RUN"
 	rm -rf "$C_LIB" "$C_RUN"
 }
