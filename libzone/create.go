@@ -131,8 +131,12 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	if err := enf.PrepareConfig(z, config); err != nil {
 		return -1, err
 	}
-	if err := enf.Apply(z); err != nil {
+	// The stored policy, not the one admission read: a zone update may have
+	// made it stricter since.
+	if ok, err := e.applyStored(enf, z.Name); err != nil {
 		return -1, err
+	} else if !ok {
+		return -1, fmt.Errorf("zone %s was deleted while container %s was being created", z.Name, id)
 	}
 
 	// 4. libcontainer builds the container; its init waits on the exec fifo.

@@ -148,7 +148,7 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 	keepZones := map[uint32]bool{}
 	for i := range zones {
 		keepZones[zones[i].ID] = true
-		if err := enf.Apply(&zones[i]); err != nil {
+		if _, err := e.applyStored(enf, zones[i].Name); err != nil {
 			errs = append(errs, err)
 		}
 	}

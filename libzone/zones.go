@@ -105,7 +105,7 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if err != nil {
 		return nil, fmt.Errorf("create zone %s: %w", name, err)
 	}
-	if err := enf.Apply(z); err != nil {
+	if _, err := e.applyStored(enf, name); err != nil {
 		return nil, err
 	}
 	return z, nil
@@ -116,8 +116,28 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 // and the new policy, then the store the new one, then the kernel: if the
 // update is interrupted anywhere, the kernel is never looser than the store.
 func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Zone, error) {
+	// A missing zone fails before the enforcer installs anything.
+	if err := e.store.View(func(tx *zone.Tx) error { _, err := tx.Zone(name); return err }); errors.Is(err, zone.ErrNotFound) {
+		return nil, fmt.Errorf("zone %s does not exist (create it with 'rauha zone create')", name)
+	} else if err != nil {
+		return nil, fmt.Errorf("zone %s: %w", name, err)
+	}
+	// The enforcer before the lock: opening it may restore every zone
+	// (reconcile), which takes the policy lock itself.
+	enf, err := e.enforcer()
+	if err != nil {
+		return nil, err
+	}
+	defer enf.Close()
+	// From reading the old policy to pushing the new one, no other rauha
+	// of this root pushes a policy (see lockPolicies).
+	unlock, err := e.lockPolicies()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	var old *zone.Zone
-	err := e.store.View(func(tx *zone.Tx) (err error) {
+	err = e.store.View(func(tx *zone.Tx) (err error) {
 		old, err = tx.Zone(name)
 		return err
 	})
@@ -126,11 +146,6 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 	} else if err != nil {
 		return nil, fmt.Errorf("zone %s: %w", name, err)
 	}
-	enf, err := e.enforcer()
-	if err != nil {
-		return nil, err
-	}
-	defer enf.Close()
 	if un := enf.Unavailable(p, nil); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
 		return nil, fmt.Errorf("zone %s: the new policy (admission strict) asks for controls this kernel cannot enforce with %s: %s", name, enf.Backend(), strings.Join(un, ", "))
 	}

@@ -231,3 +231,40 @@ worker() {
 	check_leaks
 	[[ $LEAKS -eq 0 ]] || fail "$LEAKS leaks after the parallel run"
 }
+
+@test "concurrency: creates racing zone updates never leave the kernel looser than the store" {
+	local rounds=${RACE_ROUNDS:-12} r i b pids stale=0 strict
+	strict=$(policy race-strict <<-'EOF2'
+		[zone]
+		mode = "enforce"
+		admission = "audit"
+		[filesystem]
+		deny = ["/etc/shadow"]
+		[network]
+		allowed_egress = []
+	EOF2
+	)
+	for ((r = 0; r < rounds; r++)); do
+		# Creates read the zone's (loose) policy while an update makes it
+		# strict: a create that pushed what it read after the update would
+		# leave the kernel looser than the store.
+		rt zone update cz --policy "$CRASH_POLICY" >/dev/null
+		pids=()
+		for ((i = 0; i < 6; i++)); do
+			b=$(crash_bundle "r$r-$i")
+			rt create --bundle "$b" "r$r-$i" >/dev/null 2>&1 </dev/null &
+			pids+=($!)
+		done
+		sleep "0.$((RANDOM % 3))$((RANDOM % 10))"
+		rt zone update cz --policy "$strict" >/dev/null
+		for i in "${pids[@]}"; do wait "$i" || fail "a create failed in round $r"; done
+		rrun rt zone verify cz --format json
+		if ! jq -e 'any(.checks[]; .name == "kernel policy" and .passed)' <<<"$stdout" >/dev/null; then
+			stale=$((stale + 1))
+			echo "# round $r: $(jq -r '.checks[] | select(.name == "kernel policy") | .detail' <<<"$stdout")" >&3
+		fi
+		for ((i = 0; i < 6; i++)); do rt delete --force "r$r-$i" >/dev/null; done
+	done
+	echo "# $rounds rounds of 6 creates racing a zone update: kernel looser than the store after $stale" >&3
+	assert_eq "$stale" 0
+}
