@@ -9,6 +9,8 @@ import (
 
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/internal/flock"
 )
 
 const bpffsRoot = "/sys/fs/bpf"
@@ -59,13 +61,7 @@ func lockPinDir(pinDir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pin directory for locking: %w", err)
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err := flock.Lock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock pin directory %s: %w", pinDir, err)
 	}

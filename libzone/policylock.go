@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rauha-runtime/rauha/internal/flock"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -27,13 +28,7 @@ func (e *Engine) lockPolicies() (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err := flock.Lock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/internal/flock"
 )
 
 // Decisions an event can record.
@@ -191,7 +193,7 @@ func (l *EventLog) lock(how int) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("open event directory %s: %w", l.dir, err)
 	}
-	if err := flock(fd, how); err != nil {
+	if err := flock.Lock(fd, how); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("lock event directory %s: %w", l.dir, err)
 	}

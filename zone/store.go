@@ -15,6 +15,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/internal/flock"
 )
 
 // SchemaVersion is the layout of rauha.db this package reads and writes.
@@ -190,7 +192,7 @@ func (s *Store) lock() (func(), error) {
 		return nil, fmt.Errorf("open runtime root %s: %w", s.root, err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- flock(fd, unix.LOCK_EX) }()
+	go func() { got <- flock.Lock(fd, unix.LOCK_EX) }()
 	timer := time.NewTimer(s.timeout)
 	defer timer.Stop()
 	select {
@@ -210,15 +212,6 @@ func (s *Store) lock() (func(), error) {
 		}()
 		return nil, fmt.Errorf("%w: %s (lock on %s) is held by %s for more than %s; retry when it has finished",
 			ErrLocked, s.Path(), s.root, holders, s.timeout)
-	}
-}
-
-// flock is a blocking flock that survives signals.
-func flock(fd, how int) error {
-	for {
-		if err := unix.Flock(fd, how); err != unix.EINTR {
-			return err
-		}
 	}
 }
 
