@@ -247,6 +247,9 @@ func TestEventLogConcurrentRotation(t *testing.T) {
 	}
 	for _, name := range []string{"web.jsonl", "web.jsonl.1"} {
 		st, err := os.Stat(filepath.Join(root, "events", name))
+		if name == "web.jsonl" && errors.Is(err, os.ErrNotExist) {
+			continue // the last append rotated it away: Append rotates after writing
+		}
 		if err != nil || st.Size() > max+300 {
 			t.Fatalf("%s: %v %v", name, st, err)
 		}
