@@ -10,12 +10,23 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT)
 # urfave_cli_no_docs leaves out cli's man/markdown generator, which rauha
 # never calls: its markdown package builds a 2000-entry table at start-up
 # (0.2 MB, 3-7 ms on this machine) in every rauha call.
-BUILDTAGS ?= seccomp urfave_cli_no_docs
+# netgo and osusergo keep the static build free of glibc's NSS.
+BUILDTAGS ?= seccomp urfave_cli_no_docs netgo osusergo
+# Every container start runs this binary at least three times (create, its
+# init, start): it is linked statically (libseccomp.a from libseccomp-dev, as
+# runc's release builds are) and stripped, which saves the dynamic loader's
+# work and 30% of the file, 2-3 ms of every call here (make bench).
+STATIC    := -s -w -extldflags -static
 
-.PHONY: build install generate test integration test-vm test-all demo bench clean
+.PHONY: build build-profile install generate test integration test-vm test-all demo bench clean
 
 build:
-	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS)" -o rauha .
+	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS) $(STATIC)" -o rauha .
+
+# rauha-prof writes a CPU profile of each call to $RAUHA_CPUPROFILE.<pid>
+# (profile.go); merge many with `go tool pprof rauha-prof FILES...`.
+build-profile:
+	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS) rauha_profile" -ldflags "$(LDFLAGS)" -o rauha-prof .
 
 install: build
 	install -D -m 0755 rauha $(DESTDIR)$(BINDIR)/rauha
@@ -45,4 +56,4 @@ bench: build
 	./scripts/bench.sh
 
 clean:
-	rm -f rauha
+	rm -f rauha rauha-prof

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer/seccomp"
@@ -39,31 +38,6 @@ func main() {
 	stop()
 	if err != nil {
 		fatal(err)
-	}
-}
-
-// startCPUProfile writes a CPU profile of this call to
-// $RAUHA_CPUPROFILE.<pid> when that is set, for finding what a command
-// spends its few milliseconds on (merge many calls with `go tool pprof`).
-// Never for "rauha init", which becomes the container's process.
-func startCPUProfile() (stop func()) {
-	prefix := os.Getenv("RAUHA_CPUPROFILE")
-	if prefix == "" || (len(os.Args) > 1 && os.Args[1] == "init") {
-		return func() {}
-	}
-	f, err := os.Create(fmt.Sprintf("%s.%d", prefix, os.Getpid()))
-	if err != nil {
-		logrus.Warnf("RAUHA_CPUPROFILE: %v", err)
-		return func() {}
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		logrus.Warnf("RAUHA_CPUPROFILE: %v", err)
-		f.Close()
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
 	}
 }
 

@@ -110,8 +110,6 @@ type Kernel struct {
 	pinDir string
 	lsm    bool
 	maps   rauhaMaps
-	// The fallback's per-member cgroup programs, by name; nil for bpf-lsm.
-	cgroupProgs map[string]*ebpf.Program
 }
 
 // Open installs the programs of one backend (lsm: bpf-lsm, else the
@@ -213,8 +211,19 @@ func Open(pinDir string, lsm bool) (_ *Kernel, err error) {
 		}
 		created = append(created, pin)
 	}
-	if err := kern.openPinnedPrograms(); err != nil {
-		return nil, err
+	// Programs pinned before this call must at least open (whether they
+	// use these maps is CheckPrograms', which verify and reconcile run).
+	for _, p := range backendPrograms(lsm) {
+		prog, err := kern.pinnedProgram(p)
+		if err != nil {
+			return nil, err
+		}
+		prog.Close()
+	}
+	if !lsm {
+		if err := kern.attachAnchor(); err != nil {
+			return nil, errors.Join(err, removeAnchor(pinDir))
+		}
 	}
 	if err := kern.initConfig(); err != nil {
 		return nil, err
@@ -227,9 +236,11 @@ func Open(pinDir string, lsm bool) (_ *Kernel, err error) {
 // BTF decoding was the largest part of every create and delete, in time
 // and memory. It returns nil, nil when something is missing, for Open to
 // install it. The maps' compatibility with the object was checked by the
-// Open that pinned them; openPinnedPrograms still checks that the pinned
-// programs use exactly these maps, and a map whose key or value size
-// changed refuses every update.
+// Open that pinned them, and a map whose key or value size changed refuses
+// every update. Neither the programs nor their map ids are read here (that
+// was 3 ms of every create and delete): CheckPrograms, which verify runs,
+// checks that the pinned programs use exactly these maps, and the fallback's
+// cgroup programs are opened when a member is attached.
 func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
 	for _, p := range backendPrograms(lsm) {
 		pin := linkPin(pinDir, p.name)
@@ -259,9 +270,6 @@ func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
 			return nil, fmt.Errorf("open pinned map %s: %w", name, err)
 		}
 		v.Field(i).Set(reflect.ValueOf(m))
-	}
-	if err := kern.openPinnedPrograms(); err != nil {
-		return nil, err
 	}
 	if err := kern.initConfig(); err != nil {
 		return nil, err
@@ -297,10 +305,10 @@ func pinProgram(pinDir string, p hookProgram, prog *ebpf.Program) (string, error
 	return pin, nil
 }
 
-// openPinnedPrograms opens the backend's pinned programs and links and
-// checks that they use the pinned maps: programs whose maps were unpinned
-// would enforce a policy nobody can update any more.
-func (k *Kernel) openPinnedPrograms() error {
+// CheckPrograms checks that the backend's pinned programs use the pinned
+// maps: programs whose maps were unpinned would enforce a policy nobody can
+// update any more.
+func (k *Kernel) CheckPrograms() error {
 	ours := map[ebpf.MapID]bool{}
 	for _, m := range k.allMaps() {
 		info, err := m.Info()
@@ -311,41 +319,43 @@ func (k *Kernel) openPinnedPrograms() error {
 		ours[id] = true
 	}
 	for _, p := range backendPrograms(k.lsm) {
-		var prog *ebpf.Program
-		if p.perMember {
-			var err error
-			prog, err = ebpf.LoadPinnedProgram(progPin(k.pinDir, p.name), nil)
-			if err != nil {
-				return fmt.Errorf("open pinned program %s: %w", p.name, err)
-			}
-			if k.cgroupProgs == nil {
-				k.cgroupProgs = map[string]*ebpf.Program{}
-			}
-			k.cgroupProgs[p.name] = prog
-		} else {
-			l, err := link.LoadPinnedLink(linkPin(k.pinDir, p.name), nil)
-			if err != nil {
-				return fmt.Errorf("open pinned link of %s: %w", p.name, err)
-			}
-			info, err := l.Info()
-			l.Close()
-			if err != nil {
-				return fmt.Errorf("inspect link of %s: %w", p.name, err)
-			}
-			prog, err = ebpf.NewProgramFromID(info.Program)
-			if err != nil {
-				return fmt.Errorf("open program of link %s: %w", p.name, err)
-			}
-		}
-		err := usesOnlyMaps(prog, ours)
-		if !p.perMember {
-			prog.Close()
-		}
+		prog, err := k.pinnedProgram(p)
 		if err != nil {
-			return fmt.Errorf("pinned program %s in %s: %w; run Remove and Open again", p.name, k.pinDir, err)
+			return err
+		}
+		err = usesOnlyMaps(prog, ours)
+		prog.Close()
+		if err != nil {
+			return fmt.Errorf("pinned program %s in %s: %w; run 'rauha zone reconcile'", p.name, k.pinDir, err)
 		}
 	}
 	return nil
+}
+
+// pinnedProgram opens program p: a per-member program from its pin, a
+// global one through its pinned link.
+func (k *Kernel) pinnedProgram(p hookProgram) (*ebpf.Program, error) {
+	if p.perMember {
+		prog, err := ebpf.LoadPinnedProgram(progPin(k.pinDir, p.name), nil)
+		if err != nil {
+			return nil, fmt.Errorf("open pinned program %s: %w", p.name, err)
+		}
+		return prog, nil
+	}
+	l, err := link.LoadPinnedLink(linkPin(k.pinDir, p.name), nil)
+	if err != nil {
+		return nil, fmt.Errorf("open pinned link of %s: %w", p.name, err)
+	}
+	info, err := l.Info()
+	l.Close()
+	if err != nil {
+		return nil, fmt.Errorf("inspect link of %s: %w", p.name, err)
+	}
+	prog, err := ebpf.NewProgramFromID(info.Program)
+	if err != nil {
+		return nil, fmt.Errorf("open program of link %s: %w", p.name, err)
+	}
+	return prog, nil
 }
 
 func usesOnlyMaps(prog *ebpf.Program, ours map[ebpf.MapID]bool) error {
@@ -448,11 +458,7 @@ func (k *Kernel) Close() error {
 			errs = append(errs, m.Close())
 		}
 	}
-	for _, p := range k.cgroupProgs {
-		errs = append(errs, p.Close())
-	}
 	k.maps = rauhaMaps{}
-	k.cgroupProgs = nil
 	return errors.Join(errs...)
 }
 
@@ -464,10 +470,13 @@ func (k *Kernel) Remove() error {
 }
 
 // Attached lists what is attached right now, from the kernel's view of the
-// pinned links: "<section>" for global programs (e.g. "lsm/file_open"),
+// pinned links, after CheckPrograms: "<section>" for global programs (e.g. "lsm/file_open"),
 // "<section> cgroup=<id>" for each member's cgroup programs. A cgroup link
 // whose cgroup is gone is not attached and not listed.
 func (k *Kernel) Attached() ([]string, error) {
+	if err := k.CheckPrograms(); err != nil {
+		return nil, err
+	}
 	spec, err := loadRauha()
 	if err != nil {
 		return nil, fmt.Errorf("parse the embedded BPF object: %w", err)

@@ -65,11 +65,52 @@ func TestOpenPinsAndReuses(t *testing.T) {
 		t.Errorf("opening the other backend on the same pins: err = %v, want a backend conflict", err)
 	}
 
+	// The anchor keeps the cgroup attach types' static keys enabled: an
+	// empty cgroup holding one link of each egress program.
+	anchor := anchorCgroup(pinDir)
+	if procs, err := os.ReadFile(filepath.Join(anchor, "cgroup.procs")); err != nil || len(procs) != 0 {
+		t.Errorf("anchor cgroup %s: procs %q, err %v; want an empty cgroup", anchor, procs, err)
+	}
+	for _, name := range []string{"egress_connect4", "egress_connect6", "egress_sendmsg4", "egress_sendmsg6"} {
+		if !exists(filepath.Join(anchorDir(pinDir), name)) {
+			t.Errorf("anchor link %s not pinned", name)
+		}
+	}
+
 	if err := k2.Remove(); err != nil {
 		t.Fatal(err)
 	}
 	if exists(pinDir) {
 		t.Errorf("Remove left %s", pinDir)
+	}
+	if exists(anchor) {
+		t.Errorf("Remove left the anchor cgroup %s", anchor)
+	}
+}
+
+// A map whose pin was removed is pinned afresh by the next Open, but the
+// installed programs still use the old one: CheckPrograms (and so Attached,
+// which verify reports) must name that, since no policy push reaches them.
+func TestCheckProgramsFindsRepinnedMap(t *testing.T) {
+	requireRoot(t)
+	k, pinDir := testKernel(t, false)
+	if err := k.CheckPrograms(); err != nil {
+		t.Fatalf("fresh install: %v", err)
+	}
+	k.Close()
+	if err := os.Remove(filepath.Join(pinDir, "zone_by_cgid")); err != nil {
+		t.Fatal(err)
+	}
+	k2, err := Open(pinDir, false)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer k2.Close()
+	if err := k2.CheckPrograms(); err == nil || !strings.Contains(err.Error(), "not pinned here") {
+		t.Errorf("CheckPrograms after re-pinning zone_by_cgid: err = %v, want a map that is not pinned here", err)
+	}
+	if _, err := k2.Attached(); err == nil {
+		t.Error("Attached() passed with programs on an unpinned map")
 	}
 }
 

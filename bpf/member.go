@@ -72,7 +72,12 @@ func (k *Kernel) attachMember(cgroupDir string, cgid uint64) (err error) {
 		if exists(pin) {
 			continue
 		}
-		l, err := link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: p.attach, Program: k.cgroupProgs[p.name]})
+		prog, err := k.pinnedProgram(p)
+		if err != nil {
+			return err
+		}
+		l, err := link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: p.attach, Program: prog})
+		prog.Close()
 		if err != nil {
 			return fmt.Errorf("attach %s to %s: %w", p.name, cgroupDir, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf/link"
@@ -89,7 +90,8 @@ func removePins(pinDir string) error {
 	var errs []error
 	globals, _ := filepath.Glob(filepath.Join(pinDir, "link_*"))
 	members, _ := filepath.Glob(filepath.Join(membersDir(pinDir), "*", "*"))
-	for _, pin := range append(globals, members...) {
+	anchors, _ := filepath.Glob(filepath.Join(anchorDir(pinDir), "*"))
+	for _, pin := range slices.Concat(globals, members, anchors) {
 		errs = append(errs, detachPinned(pin))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -98,7 +100,7 @@ func removePins(pinDir string) error {
 	if err := os.RemoveAll(pinDir); err != nil {
 		return fmt.Errorf("unpin %s: %w", pinDir, err)
 	}
-	return nil
+	return removeAnchorCgroup(pinDir)
 }
 
 // CgroupID returns the cgroup-v2 id of a directory in the unified

@@ -312,7 +312,7 @@ func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
 	if err := ke.joinFileDenies(z, c); err != nil {
 		return err
 	}
-	dir := filepath.Join(unifiedMountpoint(), c.CgroupPath)
+	dir := filepath.Join(bpf.UnifiedMountpoint(), c.CgroupPath)
 	cgid, err := ke.k.AddMember(z.ID, dir)
 	if err != nil {
 		return fmt.Errorf("zone %s: register container %s: %w", z.Name, c.ID, err)
@@ -322,7 +322,7 @@ func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
 }
 
 func (ke *kernelEnforcer) Leave(z *zone.Zone, c *zone.Container) error {
-	dir := filepath.Join(unifiedMountpoint(), c.CgroupPath)
+	dir := filepath.Join(bpf.UnifiedMountpoint(), c.CgroupPath)
 	if err := ke.k.RemoveMember(dir, c.CgroupID); err != nil {
 		return fmt.Errorf("zone %s: remove container %s: %w", z.Name, c.ID, err)
 	}
@@ -449,4 +449,6 @@ func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) (
 }
 
 // Uninstall detaches and unpins every program and map of this root.
+func (ke *kernelEnforcer) Check() error { return ke.k.CheckPrograms() }
+
 func (ke *kernelEnforcer) Uninstall() error { return ke.k.Remove() }

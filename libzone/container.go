@@ -126,10 +126,16 @@ func (c *Container) Start() error {
 	if err := c.lc.Exec(); err != nil {
 		return fmt.Errorf("start container %s: %w", c.ID(), err)
 	}
-	if st, err := c.State(); err != nil {
+	if hooks, err := savedPoststart(c.e.stateDir(c.ID())); err != nil {
 		return err
-	} else if err := c.runPoststart(st.Bundle); err != nil {
-		return err
+	} else if len(hooks) > 0 {
+		st, err := c.State()
+		if err != nil {
+			return err
+		}
+		if err := c.runPoststart(st.Bundle, hooks); err != nil {
+			return err
+		}
 	}
 	if notify != nil {
 		st, err := c.lc.State()

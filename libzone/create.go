@@ -8,8 +8,10 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
+	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
+	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -145,6 +147,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	if err != nil {
 		return -1, fmt.Errorf("create container %s: %w", id, err)
 	}
+	if act == actCreate {
+		if err := savePoststart(e.stateDir(id), spec); err != nil {
+			return -1, err
+		}
+	}
 	if notify != nil {
 		if err := notify.setupDir(); err != nil {
 			return -1, err
@@ -187,7 +194,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		},
 	}
 	if act == actRun {
-		r.started = func() error { return (&Container{e: e, lc: lc}).runPoststart(b.Dir) }
+		var hooks []specs.Hook
+		if spec.Hooks != nil {
+			hooks = spec.Hooks.Poststart //nolint:staticcheck // Poststart is current, Prestart is the deprecated one
+		}
+		r.started = func() error { return (&Container{e: e, lc: lc}).runPoststart(b.Dir, hooks) }
 	}
 	status, err = r.run(spec.Process)
 	if err != nil {
@@ -213,9 +224,9 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 	if unified == "" {
 		return 0, fmt.Errorf("zone %s: container %s has no cgroup v2 directory: zone membership needs the unified hierarchy (cgroup2 mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified)", adm.zone.Name, lc.ID())
 	}
-	rel, err := filepath.Rel(unifiedMountpoint(), unified)
+	rel, err := filepath.Rel(bpf.UnifiedMountpoint(), unified)
 	if err != nil || strings.HasPrefix(rel, "..") {
-		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), unifiedMountpoint())
+		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
 	}
 	adm.rec.CgroupPath = "/" + rel
 	if err := enf.Join(adm.zone, adm.rec); err != nil {

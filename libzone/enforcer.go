@@ -46,6 +46,9 @@ type Enforcer interface {
 	// Prune removes kernel entries that no record owns: members not in live
 	// (cgroup id → zone id) and policies of zone ids not in zones.
 	Prune(live map[uint64]uint32, zones map[uint32]bool) ([]string, error)
+	// Check reports kernel state that no policy push can repair: installed
+	// programs that do not use this root's maps.
+	Check() error
 	// Uninstall removes every program and map of this root from the kernel.
 	Uninstall() error
 	// Close releases what this process holds; the kernel state stays.

@@ -246,7 +246,7 @@ func memberPid(c *zone.Container) int {
 			}
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(unifiedMountpoint(), c.CgroupPath, "cgroup.procs"))
+	raw, err := os.ReadFile(filepath.Join(bpf.UnifiedMountpoint(), c.CgroupPath, "cgroup.procs"))
 	if err != nil {
 		return 0
 	}

@@ -1,6 +1,8 @@
 package libzone
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +23,14 @@ const initComm = "runc:[2:INIT]"
 // The OCI spec runs poststart hooks after the user process has started,
 // before "start" returns. libcontainer 1.5 runs them when the init is
 // created instead, so create removes them from the container's config
-// (stripPoststart) and start runs them from the bundle (runPoststart).
+// (stripPoststart) and keeps them in the state directory (savePoststart),
+// as runc keeps a bundle's hooks from create on; start runs them from there
+// (runPoststart). A container without them has no file, and its start
+// reads nothing: parsing config.json again was most of start's own time.
+
+// poststartFile holds a container's poststart hooks (JSON) in its state
+// directory, which libcontainer removes with the container.
+const poststartFile = "poststart.json"
 
 func stripPoststart(cfg *configs.Config) {
 	if cfg.Hooks != nil {
@@ -29,13 +38,43 @@ func stripPoststart(cfg *configs.Config) {
 	}
 }
 
-// runPoststart waits until the init has executed the user process (after
-// the startContainer hooks), then runs the bundle's poststart hooks. A
-// failing hook kills the container, as runc does.
-func (c *Container) runPoststart(bundle string) error {
-	spec, err := readSpec(filepath.Join(bundle, configFile))
-	if err != nil || spec.Hooks == nil || len(spec.Hooks.Poststart) == 0 { //nolint:staticcheck // Poststart is current, Prestart is the deprecated one
+// savePoststart keeps spec's poststart hooks for start.
+func savePoststart(stateDir string, spec *specs.Spec) error {
+	if spec.Hooks == nil || len(spec.Hooks.Poststart) == 0 { //nolint:staticcheck // Poststart is current, Prestart is the deprecated one
+		return nil
+	}
+	b, err := json.Marshal(spec.Hooks.Poststart) //nolint:staticcheck // as above
+	if err != nil {
 		return err
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, poststartFile), b, 0o600); err != nil {
+		return fmt.Errorf("keep the poststart hooks: %w", err)
+	}
+	return nil
+}
+
+// savedPoststart reads what savePoststart kept; nil when there is nothing.
+func savedPoststart(stateDir string) ([]specs.Hook, error) {
+	b, err := os.ReadFile(filepath.Join(stateDir, poststartFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the poststart hooks: %w", err)
+	}
+	var hooks []specs.Hook
+	if err := json.Unmarshal(b, &hooks); err != nil {
+		return nil, fmt.Errorf("read the poststart hooks in %s: %w", filepath.Join(stateDir, poststartFile), err)
+	}
+	return hooks, nil
+}
+
+// runPoststart waits until the init has executed the user process (after
+// the startContainer hooks), then runs hooks in the bundle directory. A
+// failing hook kills the container, as runc does.
+func (c *Container) runPoststart(bundle string, hooks []specs.Hook) error {
+	if len(hooks) == 0 {
+		return nil
 	}
 	st, err := c.lc.State()
 	if err != nil {
@@ -46,7 +85,7 @@ func (c *Container) runPoststart(bundle string) error {
 	if err != nil {
 		return err
 	}
-	for i, h := range spec.Hooks.Poststart {
+	for i, h := range hooks {
 		if err := hookCommand(h, bundle).Run(state); err != nil {
 			_ = c.lc.Signal(unix.SIGKILL)
 			return fmt.Errorf("poststart hook #%d (%s): %w", i, h.Path, err)

@@ -39,6 +39,19 @@ func (e *Engine) Reconcile() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if checkErr := enf.Check(); checkErr != nil {
+		// Programs bound to maps nobody can update: install afresh; the
+		// enforcer of fresh pins restores every zone and member.
+		logrus.Warnf("reinstall the kernel programs: %v", checkErr)
+		if err := enf.Uninstall(); err != nil {
+			return nil, err
+		}
+		if enf, err = e.enforcer(); err != nil {
+			return nil, err
+		}
+		enf.Close()
+		return []string{"kernel programs reinstalled: " + checkErr.Error()}, nil
+	}
 	defer enf.Close()
 	return e.reconcile(enf)
 }

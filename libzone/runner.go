@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
-	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -180,5 +180,36 @@ func writePidFile(path string, pid int) error {
 }
 
 // socketActivationFiles are the fds systemd-style socket activation passed
-// to rauha (LISTEN_FDS), to be passed on to the container's init.
-func socketActivationFiles() []*os.File { return activation.Files(true) }
+// to rauha (LISTEN_FDS from fd 3 on, for LISTEN_PID), to be passed on to the
+// container's init, as runc does. go-systemd's activation package does the
+// same, but importing it links crypto/tls into every rauha call (3 MB of
+// binary and its package initialisers on each start).
+func socketActivationFiles() []*os.File {
+	defer func() {
+		os.Unsetenv("LISTEN_PID")
+		os.Unsetenv("LISTEN_FDS")
+		os.Unsetenv("LISTEN_FDNAMES")
+	}()
+	if pid, err := strconv.Atoi(os.Getenv("LISTEN_PID")); err != nil || pid != os.Getpid() {
+		return nil
+	}
+	n, err := strconv.Atoi(os.Getenv("LISTEN_FDS"))
+	if err != nil || n <= 0 {
+		return nil
+	}
+	names := strings.Split(os.Getenv("LISTEN_FDNAMES"), ":")
+	files := make([]*os.File, 0, n)
+	for i := range n {
+		fd := listenFDsStart + i
+		unix.CloseOnExec(fd)
+		name := "LISTEN_FD_" + strconv.Itoa(fd)
+		if i < len(names) && names[i] != "" {
+			name = names[i]
+		}
+		files = append(files, os.NewFile(uintptr(fd), name))
+	}
+	return files
+}
+
+// listenFDsStart is SD_LISTEN_FDS_START: the first socket-activation fd.
+const listenFDsStart = 3

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -94,7 +95,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 		return false
 	}
 	r.Add(name+": state", true, "%s, init pid %d", st.Status, st.Pid)
-	dir := filepath.Join(unifiedMountpoint(), m.CgroupPath)
+	dir := filepath.Join(bpf.UnifiedMountpoint(), m.CgroupPath)
 	if fi, err := os.Stat(dir); err != nil {
 		r.Add(name+": cgroup", false, "%v", err)
 	} else if ino := inode(fi); ino != m.CgroupID {
@@ -125,14 +126,4 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no CAP_SYS_ADMIN outside a cgroup namespace")
 	}
 	return true
-}
-
-// unifiedMountpoint is where the cgroup v2 hierarchy that defines zone
-// membership is mounted: /sys/fs/cgroup/unified on a hybrid host,
-// /sys/fs/cgroup on a cgroup2-only one.
-func unifiedMountpoint() string {
-	if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.procs"); err == nil {
-		return "/sys/fs/cgroup/unified"
-	}
-	return "/sys/fs/cgroup"
 }

@@ -62,6 +62,23 @@ hook_status() {
 	[[ ! -e $MARK/poststop ]] || fail "poststop ran at start"
 }
 
+@test "hooks: start runs the poststart hooks of create time, not of a config.json changed since" {
+	setup_hooks
+	create_ct c1
+	# runc keeps the hooks of create in its state; a bundle edited between
+	# create and start changes nothing.
+	cfg b '.hooks.poststart = [$h]' --argjson h "$(host_hook edited)"
+	rrun rt start c1
+	assert_success
+	wait_file "$MARK/poststart"
+	[[ ! -e $MARK/edited ]] || fail "start ran a poststart hook added to config.json after create"
+	rrun rt delete --force c1
+	create_ct c2
+	rrun rt start c2
+	assert_success
+	wait_file "$MARK/edited"
+}
+
 @test "hooks: poststop runs at delete with status stopped" {
 	setup_hooks
 	run_ct c1

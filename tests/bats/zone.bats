@@ -166,6 +166,24 @@ check_failed() {
 	assert_failure
 }
 
+@test "verify and reconcile: programs left on an unpinned map are named by verify and reinstalled by reconcile" {
+	in_zone b v strict
+	run_ct vc b
+	# The next command pins a fresh zone_by_cgid; the installed programs
+	# still read the old one, so no update reaches them any more.
+	rm "$PIN_DIR/zone_by_cgid"
+	rrun rt zone verify v --format json
+	assert_failure 1
+	check_failed "$stdout" "hooks attached" "not pinned here"
+	rrun rt zone reconcile
+	assert_success
+	assert_match "$stdout" "kernel programs reinstalled"
+	rrun rt zone verify v --format json
+	assert_success
+	check_passed "$stdout" "hooks attached"
+	check_passed "$stdout" "container vc: member"
+}
+
 @test "verify: a member sharing the host's network and pid namespaces fails the namespaces check" {
 	host_net b
 	host_pid b

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-const noisyNote = "This machine is shared and noisy (2 CPUs, other sessions running): absolute times vary from run to run; only ratios between runtimes measured in the same, interleaved run count."
+const noisyNote = "This machine is shared and noisy (2 CPUs, other sessions running): absolute times vary from run to run; only ratios between runtimes measured in the same, interleaved run count. Every runtime binary was evicted from the page cache before the run, so that none starts from the large folios a fresh build leaves (scripts/bench.sh)."
 
 type runtimeInfo struct {
 	Name    string `json:"name"`
