@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cilium/ebpf/link"
 )
@@ -40,6 +41,7 @@ func anchorDir(pinDir string) string { return filepath.Join(pinDir, "anchor") }
 // to it, unless already done. On a host without a cgroup v2 hierarchy
 // there is nothing to anchor (and no member can be attached either).
 func (k *Kernel) attachAnchor() error {
+	sweepAnchors(filepath.Dir(k.pinDir))
 	cg := anchorCgroup(k.pinDir)
 	if err := os.Mkdir(cg, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		if errors.Is(err, os.ErrNotExist) {
@@ -75,6 +77,19 @@ func (k *Kernel) attachAnchor() error {
 		}
 	}
 	return nil
+}
+
+// sweepAnchors removes the anchor cgroups of pin directories under bpffs
+// that are gone: pins removed by hand, or lost with a reboot while the
+// cgroup hierarchy stayed. rmdir removes only an empty cgroup, and an
+// anchor whose links were unpinned has none left.
+func sweepAnchors(bpffs string) {
+	anchors, _ := filepath.Glob(filepath.Join(UnifiedMountpoint(), "rauha*.anchor"))
+	for _, cg := range anchors {
+		if !exists(filepath.Join(bpffs, strings.TrimSuffix(filepath.Base(cg), ".anchor"))) {
+			_ = os.Remove(cg)
+		}
+	}
 }
 
 // removeAnchor detaches the anchor's links and removes its cgroup, after a

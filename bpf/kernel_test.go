@@ -88,6 +88,21 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	}
 }
 
+// An anchor cgroup whose pin directory is gone (pins removed by hand) is
+// removed by the next install of any root.
+func TestInstallSweepsOrphanAnchors(t *testing.T) {
+	requireRoot(t)
+	orphan := filepath.Join(UnifiedMountpoint(), fmt.Sprintf("rauha-test-orphan-%d.anchor", os.Getpid()))
+	if err := os.Mkdir(orphan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(orphan) })
+	_, _ = testKernel(t, false)
+	if exists(orphan) {
+		t.Errorf("the orphan anchor %s outlived an install", orphan)
+	}
+}
+
 // A map whose pin was removed is pinned afresh by the next Open, but the
 // installed programs still use the old one: CheckPrograms (and so Attached,
 // which verify reports) must name that, since no policy push reaches them.

@@ -197,13 +197,17 @@ stage client-setup run_clients_install || { failed=$((failed + 1)); }
 # Every test removes the BPF pins it made (a pin directory keeps a host-wide
 # sys_exit program attached, slowing every task on the machine). Any the
 # end-to-end run leaves is a test bug: named, counted as a failure, removed.
-pins_before=$(ls -d /sys/fs/bpf/rauha* 2>/dev/null | sort)
+# The same for the empty anchor cgroups a pin directory of the fallback
+# keeps (bpf/anchor.go): they go with their pins.
+kernel_state() { ls -d /sys/fs/bpf/rauha* /sys/fs/cgroup/unified/rauha*.anchor /sys/fs/cgroup/rauha*.anchor 2>/dev/null | sort; }
+pins_before=$(kernel_state)
 stage e2e run_bats
-leaked=$(comm -13 <(echo "$pins_before") <(ls -d /sys/fs/bpf/rauha* 2>/dev/null | sort) || true)
+leaked=$(comm -13 <(echo "$pins_before") <(kernel_state) || true)
 if [[ -n $leaked ]]; then
-	echo "FAILED: the e2e run left $(wc -l <<<"$leaked") BPF pin directories; removing them:"
+	echo "FAILED: the e2e run left $(wc -l <<<"$leaked") BPF pin directories or anchor cgroups; removing them:"
 	echo "$leaked" | head -20
-	xargs -r rm -rf <<<"$leaked"
+	grep '^/sys/fs/bpf/' <<<"$leaked" | xargs -r rm -rf
+	grep '\.anchor$' <<<"$leaked" | xargs -r rmdir
 	failed=$((failed + 1))
 fi
 stage vm run_vm

@@ -241,6 +241,9 @@ func (b *bench) cleanup() error {
 		if r.rauha {
 			// zones named by annotation outlive their containers
 			_, _ = r.invoke(nil, "zone", "delete", "--force", updateZone)
+			// A root without zones: reconcile uninstalls its programs,
+			// pins and anchor cgroup; removePinDir catches what is left.
+			_, _ = r.invoke(nil, "zone", "reconcile")
 			if err := removePinDir(r.root); err != nil {
 				errs = append(errs, err)
 			}
