@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/cilium/ebpf/link"
 )
 
 // The fallback attaches its egress programs to every member's cgroup. The
@@ -52,31 +50,9 @@ func (k *Kernel) attachAnchor() error {
 	if _, err := CgroupID(cg); err != nil {
 		return nil // no cgroup v2 hierarchy there
 	}
-	dir := anchorDir(k.pinDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create the anchor pin directory: %w", err)
-	}
-	for _, p := range backendPrograms(false) {
-		pin := filepath.Join(dir, p.name)
-		if !p.perMember || exists(pin) {
-			continue
-		}
-		prog, err := k.pinnedProgram(p)
-		if err != nil {
-			return err
-		}
-		l, err := link.AttachCgroup(link.CgroupOptions{Path: cg, Attach: p.attach, Program: prog})
-		prog.Close()
-		if err != nil {
-			return fmt.Errorf("attach %s to the anchor cgroup %s: %w", p.name, cg, err)
-		}
-		err = l.Pin(pin)
-		l.Close()
-		if err != nil {
-			return fmt.Errorf("pin the anchor link of %s: %w", p.name, err)
-		}
-	}
-	return nil
+	// A failure leaves what was pinned for removeAnchor.
+	_, err := k.linkCgroup(cg, anchorDir(k.pinDir))
+	return err
 }
 
 // sweepAnchors removes the anchor cgroups of pin directories under bpffs

@@ -50,20 +50,25 @@ func (k *Kernel) AddMember(zone uint32, cgroupDir string) (uint64, error) {
 	return cgid, nil
 }
 
-func (k *Kernel) attachMember(cgroupDir string, cgid uint64) (err error) {
+func (k *Kernel) attachMember(cgroupDir string, cgid uint64) error {
 	dir := memberDir(k.pinDir, cgid)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create member pin directory: %w", err)
-	}
-	var pinned []string
-	defer func() {
-		if err != nil {
-			for _, p := range pinned {
-				_ = os.Remove(p)
-			}
-			_ = os.Remove(dir) // only if empty: links pinned before stay
+	pinned, err := k.linkCgroup(cgroupDir, dir)
+	if err != nil {
+		for _, p := range pinned {
+			_ = os.Remove(p)
 		}
-	}()
+		_ = os.Remove(dir) // only if empty: links pinned before stay
+	}
+	return err
+}
+
+// linkCgroup attaches every per-member program to cgroupDir and pins the
+// links in dir (created when missing), skipping links pinned already. It
+// returns the pins it made, also when it fails.
+func (k *Kernel) linkCgroup(cgroupDir, dir string) (pinned []string, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create pin directory %s: %w", dir, err)
+	}
 	for _, p := range backendPrograms(false) {
 		if !p.perMember {
 			continue
@@ -74,21 +79,21 @@ func (k *Kernel) attachMember(cgroupDir string, cgid uint64) (err error) {
 		}
 		prog, err := k.pinnedProgram(p)
 		if err != nil {
-			return err
+			return pinned, err
 		}
 		l, err := link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: p.attach, Program: prog})
 		prog.Close()
 		if err != nil {
-			return fmt.Errorf("attach %s to %s: %w", p.name, cgroupDir, err)
+			return pinned, fmt.Errorf("attach %s to %s: %w", p.name, cgroupDir, err)
 		}
 		err = l.Pin(pin)
 		l.Close()
 		if err != nil {
-			return fmt.Errorf("pin link of %s for %s (the program is detached again): %w", p.name, cgroupDir, err)
+			return pinned, fmt.Errorf("pin link of %s for %s (the program is detached again): %w", p.name, cgroupDir, err)
 		}
 		pinned = append(pinned, pin)
 	}
-	return nil
+	return pinned, nil
 }
 
 // RemoveMember ends a cgroup's membership: first the registration, so the
