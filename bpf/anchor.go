@@ -39,16 +39,13 @@ func anchorDir(pinDir string) string { return filepath.Join(pinDir, "anchor") }
 // to it, unless already done. On a host without a cgroup v2 hierarchy
 // there is nothing to anchor (and no member can be attached either).
 func (k *Kernel) attachAnchor() error {
+	if _, err := CgroupID(UnifiedMountpoint()); err != nil {
+		return nil // no cgroup v2 hierarchy: never create a directory there
+	}
 	sweepAnchors(filepath.Dir(k.pinDir))
 	cg := anchorCgroup(k.pinDir)
 	if err := os.Mkdir(cg, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
 		return fmt.Errorf("create the anchor cgroup %s: %w", cg, err)
-	}
-	if _, err := CgroupID(cg); err != nil {
-		return nil // no cgroup v2 hierarchy there
 	}
 	// A failure leaves what was pinned for removeAnchor.
 	_, err := k.linkCgroup(cg, anchorDir(k.pinDir))

@@ -469,9 +469,10 @@ func (k *Kernel) Remove() error {
 	return errors.Join(err, k.Close())
 }
 
-// Attached lists what is attached right now, from the kernel's view of the
-// pinned links, after CheckPrograms: "<section>" for global programs (e.g. "lsm/file_open"),
-// "<section> cgroup=<id>" for each member's cgroup programs. A cgroup link
+// Attached checks the programs (CheckPrograms), then lists what is attached
+// right now, from the kernel's view of the pinned links: "<section>" for
+// global programs (e.g. "lsm/file_open"), "<section> cgroup=<id>" for each
+// member's cgroup programs. A cgroup link
 // whose cgroup is gone is not attached and not listed.
 func (k *Kernel) Attached() ([]string, error) {
 	if err := k.CheckPrograms(); err != nil {

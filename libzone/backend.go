@@ -448,7 +448,8 @@ func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) (
 	return fixed, errors.Join(errs...)
 }
 
-// Uninstall detaches and unpins every program and map of this root.
+// Check is bpf.Kernel.CheckPrograms: pinned programs bound to other maps.
 func (ke *kernelEnforcer) Check() error { return ke.k.CheckPrograms() }
 
+// Uninstall detaches and unpins every program and map of this root.
 func (ke *kernelEnforcer) Uninstall() error { return ke.k.Remove() }

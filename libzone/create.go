@@ -8,7 +8,6 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/specconv"
-	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
 	"github.com/rauha-runtime/rauha/bpf"
@@ -194,10 +193,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		},
 	}
 	if act == actRun {
-		var hooks []specs.Hook
-		if spec.Hooks != nil {
-			hooks = spec.Hooks.Poststart //nolint:staticcheck // Poststart is current, Prestart is the deprecated one
-		}
+		hooks := poststartHooks(spec)
 		r.started = func() error { return (&Container{e: e, lc: lc}).runPoststart(b.Dir, hooks) }
 	}
 	status, err = r.run(spec.Process)

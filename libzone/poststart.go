@@ -38,12 +38,21 @@ func stripPoststart(cfg *configs.Config) {
 	}
 }
 
-// savePoststart keeps spec's poststart hooks for start.
-func savePoststart(stateDir string, spec *specs.Spec) error {
-	if spec.Hooks == nil || len(spec.Hooks.Poststart) == 0 { //nolint:staticcheck // Poststart is current, Prestart is the deprecated one
+// poststartHooks are spec's poststart hooks; nil when it has none.
+func poststartHooks(spec *specs.Spec) []specs.Hook {
+	if spec.Hooks == nil {
 		return nil
 	}
-	b, err := json.Marshal(spec.Hooks.Poststart) //nolint:staticcheck // as above
+	return spec.Hooks.Poststart //nolint:staticcheck // Poststart is current, Prestart is the deprecated one
+}
+
+// savePoststart keeps spec's poststart hooks for start.
+func savePoststart(stateDir string, spec *specs.Spec) error {
+	hooks := poststartHooks(spec)
+	if len(hooks) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(hooks)
 	if err != nil {
 		return err
 	}
