@@ -2,8 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"text/tabwriter"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -36,12 +35,12 @@ var listCommand = &cli.Command{
 		}
 		switch f := c.String("format"); f {
 		case "table":
-			w := tabwriter.NewWriter(os.Stdout, 12, 1, 3, ' ', 0)
-			fmt.Fprint(w, "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n")
-			for _, s := range states {
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Pid, s.Status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
-			}
-			return w.Flush()
+			return printTable(12, func(w io.Writer) {
+				fmt.Fprint(w, "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n")
+				for _, s := range states {
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Pid, s.Status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
+				}
+			})
 		case "json":
 			if states == nil {
 				// runc prints null for no containers; an empty list is what

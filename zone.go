@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -61,12 +61,12 @@ var zoneListCommand = &cli.Command{
 			}
 			return printJSON(zs, "")
 		case "table":
-			w := tabwriter.NewWriter(os.Stdout, 8, 1, 3, ' ', 0)
-			fmt.Fprint(w, "NAME\tID\tMODE\tPOLICY\tMEMBERS\n")
-			for _, z := range zs {
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\n", z.Name, z.ID, z.Policy.Zone.Mode, z.PolicySource, len(z.Members))
-			}
-			return w.Flush()
+			return printTable(8, func(w io.Writer) {
+				fmt.Fprint(w, "NAME\tID\tMODE\tPOLICY\tMEMBERS\n")
+				for _, z := range zs {
+					fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\n", z.Name, z.ID, z.Policy.Zone.Mode, z.PolicySource, len(z.Members))
+				}
+			})
 		default:
 			return fmt.Errorf("invalid --format %q: use table or json", f)
 		}
@@ -314,13 +314,13 @@ var zoneStatsCommand = &cli.Command{
 		case "json":
 			return printJSON(s, "  ")
 		case "table":
-			w := tabwriter.NewWriter(os.Stdout, 8, 1, 3, ' ', 0)
-			fmt.Fprintf(w, "zone %s, backend %s, dropped events: %d\n", s.Zone, s.Backend, s.Dropped)
-			fmt.Fprint(w, "CONTROL\tCHECKS\tDENIES\tOBSERVED\n")
-			for _, cc := range s.Controls {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", cc.Control, cc.Checks, cc.Denies, cc.Observed)
-			}
-			return w.Flush()
+			return printTable(8, func(w io.Writer) {
+				fmt.Fprintf(w, "zone %s, backend %s, dropped events: %d\n", s.Zone, s.Backend, s.Dropped)
+				fmt.Fprint(w, "CONTROL\tCHECKS\tDENIES\tOBSERVED\n")
+				for _, cc := range s.Controls {
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", cc.Control, cc.Checks, cc.Denies, cc.Observed)
+				}
+			})
 		default:
 			return fmt.Errorf("invalid --format %q: use table or json", f)
 		}

@@ -413,6 +413,47 @@ func TestFallbackEgress(t *testing.T) {
 	}
 }
 
+// A member whose cgroup was removed first (as delete does) only has pins
+// left to remove; a new cgroup of the same name is another cgroup, and
+// its links are not the old member's.
+func TestRemoveMemberOfRemovedCgroup(t *testing.T) {
+	requireRoot(t)
+	k, pinDir := testKernel(t, false)
+	if err := k.SetPolicy(3, ZonePolicy{EgressRestricted: true}); err != nil {
+		t.Fatal(err)
+	}
+	cg := testCgroup(t, "removed")
+	cgid, err := k.AddMember(3, cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cgroupRemoved(cg, cgid) {
+		t.Fatal("cgroupRemoved on a live cgroup")
+	}
+	removeCgroup(t, cg)
+	if !cgroupRemoved(cg, cgid) {
+		t.Fatal("cgroupRemoved false after rmdir")
+	}
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !cgroupRemoved(cg, cgid) {
+		t.Fatal("a new cgroup of the same name counts as the old one")
+	}
+	if err := k.RemoveMember(cg, cgid); err != nil {
+		t.Fatal(err)
+	}
+	if exists(memberDir(pinDir, cgid)) {
+		t.Error("member pins left after RemoveMember")
+	}
+	if regs, err := k.Members(); err != nil || len(regs) != 0 {
+		t.Errorf("Members() = %v, %v; want none", regs, err)
+	}
+	if att, _ := k.Attached(); slices.ContainsFunc(att, func(s string) bool { return strings.Contains(s, "cgroup=") }) {
+		t.Errorf("cgroup links still listed after RemoveMember: %q", att)
+	}
+}
+
 // A cgroup with the egress programs attached but no registration (the
 // windows inside AddMember/RemoveMember) fails closed.
 func TestFallbackEgressFailsClosedWhileUnregistered(t *testing.T) {

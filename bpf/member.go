@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // AddMember makes the tasks of a cgroup-v2 directory (and of every cgroup
@@ -118,10 +119,20 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 		return fmt.Errorf("unregister cgroup %d: %w", cgid, err)
 	}
 	dir := memberDir(k.pinDir, cgid)
+	// The kernel detaches a cgroup's programs itself when the cgroup is
+	// removed, as a deleted container's is: then only the pins are left,
+	// and opening each link to detach it again cost five calls a program.
+	removed := cgroupDir != "" && cgroupRemoved(cgroupDir, cgid)
 	var errs []error
 	for _, p := range backendPrograms(false) {
-		if p.perMember {
-			errs = append(errs, detachPinned(filepath.Join(dir, p.name)))
+		if !p.perMember {
+			continue
+		}
+		pin := filepath.Join(dir, p.name)
+		if !removed {
+			errs = append(errs, detachPinned(pin))
+		} else if err := os.Remove(pin); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("unpin %s: %w", pin, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -133,16 +144,19 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 	return nil
 }
 
+// cgroupRemoved tells whether the cgroup with id cgid no longer exists at
+// cgroupDir: the directory is gone, or it is a new cgroup of the same name.
+func cgroupRemoved(cgroupDir string, cgid uint64) bool {
+	var st unix.Stat_t
+	err := unix.Stat(cgroupDir, &st)
+	return errors.Is(err, unix.ENOENT) || (err == nil && st.Ino != cgid)
+}
+
 // Members returns every registered cgroup id and its zone.
 func (k *Kernel) Members() (map[uint64]uint32, error) {
 	out := map[uint64]uint32{}
-	var cgid uint64
-	var zone uint32
-	it := k.maps.ZoneByCgid.Iterate()
-	for it.Next(&cgid, &zone) {
-		out[cgid] = zone
-	}
-	if err := it.Err(); err != nil {
+	err := eachHashEntry(k.maps.ZoneByCgid, func(cgid *uint64, zone *uint32) { out[*cgid] = *zone })
+	if err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	return out, nil

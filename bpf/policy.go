@@ -254,10 +254,9 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 		return s, fmt.Errorf("read policy of zone %d: %w", zone, err)
 	}
 
+	// The egress maps are LPM tries, which have no batch lookup.
 	var k4 rauhaEgress4Key
 	var k6 rauhaEgress6Key
-	var kp rauhaPeerKey
-	var kf rauhaFileKey
 	var v uint32
 	it := k.maps.Egress4.Iterate()
 	for it.Next(&k4, &v) {
@@ -273,20 +272,16 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 		}
 	}
 	errs = append(errs, it.Err())
-	it = k.maps.ZonePeers.Iterate()
-	for it.Next(&kp, &v) {
+	errs = append(errs, eachHashEntry(k.maps.ZonePeers, func(kp *rauhaPeerKey, bits *uint32) {
 		if kp.Target == zone || (actorToo && kp.Actor == zone) {
-			s.peers[kp] = v
+			s.peers[*kp] = *bits
 		}
-	}
-	errs = append(errs, it.Err())
-	it = k.maps.FileDeny.Iterate()
-	for it.Next(&kf, &v) {
+	}))
+	errs = append(errs, eachHashEntry(k.maps.FileDeny, func(kf *rauhaFileKey, mask *uint32) {
 		if kf.Zone == zone {
-			s.files[kf] = v
+			s.files[*kf] = *mask
 		}
-	}
-	errs = append(errs, it.Err())
+	}))
 	if err := errors.Join(errs...); err != nil {
 		return s, fmt.Errorf("read policy maps of zone %d: %w", zone, err)
 	}

@@ -243,17 +243,20 @@ func (c *Container) kill() error {
 
 func (c *Container) destroy() error {
 	id := c.ID()
-	st, _ := c.State()
 	rec, err := c.e.record(id)
 	if err != nil {
 		return err
 	}
+	// The record names the zone; only without one does the zone have to
+	// come from the state's annotations (State costs another status check).
+	zoneName := id
+	if rec != nil {
+		zoneName = rec.Zone
+	} else if st, err := c.State(); err == nil {
+		zoneName = st.Zone
+	}
 	if err := c.lc.Destroy(); err != nil {
 		return fmt.Errorf("destroy container %s: %w", id, err)
-	}
-	zoneName := id
-	if st != nil {
-		zoneName = st.Zone
 	}
 	enf, err := c.e.enforcer()
 	if err != nil {

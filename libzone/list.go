@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/utils"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/zone"
 )
@@ -40,27 +44,66 @@ func (e *Engine) List() ([]State, error) {
 		}
 		return nil, fmt.Errorf("list containers in %s: %w", e.root, err)
 	}
-	var out []State
-	owners := map[uint32]string{}
+	var dirs []os.DirEntry
 	for _, ent := range entries {
-		if !ent.IsDir() {
-			continue
+		if ent.IsDir() {
+			dirs = append(dirs, ent)
 		}
-		st, err := e.listed(ent.Name())
+	}
+	// Each container costs a handful of system calls and a JSON decode:
+	// read them on every CPU (at 500 containers one CPU took 110 ms).
+	states := make([]*State, len(dirs))
+	uids := make([]int64, len(dirs))
+	eachParallel(len(dirs), func(i int) {
+		st, err := e.listed(dirs[i].Name())
 		if err != nil {
 			// A create that died before writing its state leaves a bare
 			// directory: not a container, and not worth failing the list.
-			logrus.Debugf("list: skip %s: %v", ent.Name(), err)
+			logrus.Debugf("list: skip %s: %v", dirs[i].Name(), err)
+			return
+		}
+		uids[i] = -1
+		if fi, err := dirs[i].Info(); err == nil {
+			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+				uids[i] = int64(sys.Uid)
+			}
+		}
+		states[i] = st
+	})
+	var out []State
+	owners := map[uint32]string{}
+	for i, st := range states {
+		if st == nil {
 			continue
 		}
-		if fi, err := ent.Info(); err == nil {
-			if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-				st.Owner = ownerName(owners, sys.Uid)
-			}
+		if uids[i] >= 0 {
+			st.Owner = ownerName(owners, uint32(uids[i]))
 		}
 		out = append(out, *st)
 	}
 	return out, nil
+}
+
+// eachParallel calls fn(0) … fn(n-1) on up to GOMAXPROCS goroutines; a
+// short list is not worth starting them.
+func eachParallel(n int, fn func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/16)
+	if workers < 2 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // listedState is the part of libcontainer's state.json that list shows.
@@ -81,7 +124,7 @@ func (e *Engine) listed(id string) (*State, error) {
 		return nil, err
 	}
 	dir := filepath.Join(e.root, id)
-	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	data, err := readFile(filepath.Join(dir, "state.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +198,7 @@ func initAlive(pid int, startTime uint64) bool {
 	if pid <= 0 {
 		return false
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	data, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
 	}
@@ -170,6 +213,34 @@ func initAlive(pid int, startTime uint64) bool {
 	}
 	st, err := strconv.ParseUint(f[19], 10, 64)
 	return err == nil && st == startTime
+}
+
+// readFile is os.ReadFile without the runtime poller: an os.File tries to
+// register every file with epoll and sets its flags, four more calls a
+// file, which list made twice per container.
+func readFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 4096)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 func ownerName(cache map[uint32]string, uid uint32) string {

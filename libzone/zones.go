@@ -35,13 +35,22 @@ func (e *Engine) Zones() ([]ZoneInfo, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, ZoneInfo{Zone: z, Members: e.withLiveStatus(m)})
+			out = append(out, ZoneInfo{Zone: z, Members: nonNil(m)})
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list zones in %s: %w", e.root, err)
 	}
+	// The statuses come from the containers' state, read after the
+	// transaction: no need to hold the database meanwhile.
+	var all []*zone.Container
+	for i := range out {
+		for j := range out[i].Members {
+			all = append(all, &out[i].Members[j])
+		}
+	}
+	eachParallel(len(all), func(i int) { e.liveStatus(all[i]) })
 	return out, nil
 }
 
@@ -60,7 +69,7 @@ func (e *Engine) Zone(name string) (*ZoneInfo, error) {
 		if err != nil {
 			return err
 		}
-		out = &ZoneInfo{Zone: *z, Members: e.withLiveStatus(m)}
+		out = &ZoneInfo{Zone: *z, Members: nonNil(m)}
 		return nil
 	})
 	if errors.Is(err, zone.ErrNotFound) {
@@ -68,6 +77,9 @@ func (e *Engine) Zone(name string) (*ZoneInfo, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("zone %s: %w", name, err)
+	}
+	for i := range out.Members {
+		e.liveStatus(&out.Members[i])
 	}
 	return out, nil
 }
@@ -291,18 +303,13 @@ func (e *Engine) FollowEvents(ctx context.Context, name string, since time.Time,
 	return log.Follow(ctx, name, since, fn)
 }
 
-// withLiveStatus replaces each member's recorded status (how far its create
-// got) with its status now, as "rauha state" reports it.
-func (e *Engine) withLiveStatus(members []zone.Container) []zone.Container {
-	for i := range members {
-		c, err := e.Load(members[i].ID)
-		if err != nil {
-			members[i].Status = "gone"
-			continue
-		}
-		if st, err := c.Status(); err == nil {
-			members[i].Status = st
-		}
+// liveStatus replaces a member's recorded status (how far its create
+// got) with its status now, as "rauha list" reports it: "gone" without state.
+func (e *Engine) liveStatus(m *zone.Container) {
+	st, err := e.listed(m.ID)
+	if err != nil {
+		m.Status = "gone"
+		return
 	}
-	return nonNil(members)
+	m.Status = st.Status
 }

@@ -1,6 +1,8 @@
 package zone
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +22,12 @@ import (
 )
 
 // SchemaVersion is the layout of rauha.db this package reads and writes.
-const SchemaVersion = 1
+// Version 2 added the zone_ids and zone_members indexes: before them,
+// allocating a zone id decoded every zone record and listing a zone's
+// members decoded every container record, so create, delete and zone list
+// slowed down with the number of containers. A version 1 database is
+// migrated by the first Update (prepare).
+const SchemaVersion = 2
 
 // DBName is the state database's file name under the runtime root.
 const DBName = "rauha.db"
@@ -40,6 +47,12 @@ var (
 	bucketMeta       = []byte("meta")
 	bucketZones      = []byte("zones")
 	bucketContainers = []byte("containers")
+	// bucketZoneIDs maps a zone's kernel id (4 bytes, big-endian) to its name.
+	bucketZoneIDs = []byte("zone_ids")
+	// bucketZoneMembers holds one empty value per container, keyed by its
+	// zone's name, a NUL and its id (names have no control characters), so
+	// that a zone's members are one cursor range in id order.
+	bucketZoneMembers = []byte("zone_members")
 )
 
 // ErrNotFound is wrapped by lookups of zones and containers that do not exist.
@@ -229,23 +242,55 @@ func (s *Store) open(readOnly bool) (*bolt.DB, error) {
 	return db, nil
 }
 
-// prepare creates the buckets of a new database and refuses one written by a
-// newer rauha.
+// prepare creates the buckets of a new database, migrates an older schema
+// and refuses one written by a newer rauha.
 func (s *Store) prepare(btx *bolt.Tx) error {
 	if err := s.checkSchema(btx); err != nil {
 		return err
 	}
-	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers} {
+	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers, bucketZoneIDs, bucketZoneMembers} {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s in %s: %w", name, s.Path(), err)
 		}
 	}
 	meta := btx.Bucket(bucketMeta)
-	if meta.Get([]byte(MetaSchemaVersion)) == nil {
-		return meta.Put([]byte(MetaSchemaVersion), []byte(strconv.Itoa(SchemaVersion)))
+	if string(meta.Get([]byte(MetaSchemaVersion))) == strconv.Itoa(SchemaVersion) {
+		return nil
+	}
+	if err := buildIndexes(btx); err != nil {
+		return fmt.Errorf("migrate %s to schema version %d: %w", s.Path(), SchemaVersion, err)
+	}
+	return meta.Put([]byte(MetaSchemaVersion), []byte(strconv.Itoa(SchemaVersion)))
+}
+
+// buildIndexes fills the index buckets from the records, for a database
+// written before they existed (or a new, empty one).
+func buildIndexes(btx *bolt.Tx) error {
+	ids, members := btx.Bucket(bucketZoneIDs), btx.Bucket(bucketZoneMembers)
+	zones, err := list[Zone](btx.Bucket(bucketZones), "zone", nil)
+	if err != nil {
+		return err
+	}
+	for _, z := range zones {
+		if err := ids.Put(zoneIDKey(z.ID), []byte(z.Name)); err != nil {
+			return fmt.Errorf("index zone %q: %w", z.Name, err)
+		}
+	}
+	cs, err := list[Container](btx.Bucket(bucketContainers), "container", nil)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if err := members.Put(memberKey(c.Zone, c.ID), nil); err != nil {
+			return fmt.Errorf("index container %q: %w", c.ID, err)
+		}
 	}
 	return nil
 }
+
+func zoneIDKey(id uint32) []byte { return binary.BigEndian.AppendUint32(nil, id) }
+
+func memberKey(zone, id string) []byte { return []byte(zone + "\x00" + id) }
 
 func (s *Store) checkSchema(btx *bolt.Tx) error {
 	meta := btx.Bucket(bucketMeta)
@@ -366,6 +411,9 @@ func (tx *Tx) PutZone(z *Zone) error {
 		if z.Created.IsZero() {
 			z.Created = time.Now().UTC()
 		}
+		if err := tx.tx.Bucket(bucketZoneIDs).Put(zoneIDKey(z.ID), []byte(z.Name)); err != nil {
+			return fmt.Errorf("zone %q: index kernel id %d: %w", z.Name, z.ID, err)
+		}
 	default:
 		return err
 	}
@@ -373,12 +421,9 @@ func (tx *Tx) PutZone(z *Zone) error {
 }
 
 func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
-	used, err := tx.zoneIDs()
-	if err != nil {
-		return err
-	}
+	ids := tx.tx.Bucket(bucketZoneIDs)
 	if z.ID != 0 {
-		if owner, taken := used[z.ID]; taken {
+		if owner := ids.Get(zoneIDKey(z.ID)); owner != nil {
 			return fmt.Errorf("zone %q: kernel id %d already belongs to zone %q", z.Name, z.ID, owner)
 		}
 		return nil
@@ -391,23 +436,11 @@ func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
 		if seq > math.MaxUint32 {
 			return fmt.Errorf("allocate zone id: all %d kernel zone ids have been used; reset the runtime root", uint64(math.MaxUint32))
 		}
-		if _, taken := used[uint32(seq)]; !taken {
+		if ids.Get(zoneIDKey(uint32(seq))) == nil {
 			z.ID = uint32(seq)
 			return nil
 		}
 	}
-}
-
-func (tx *Tx) zoneIDs() (map[uint32]string, error) {
-	zones, err := tx.Zones()
-	if err != nil {
-		return nil, err
-	}
-	ids := make(map[uint32]string, len(zones))
-	for _, z := range zones {
-		ids[z.ID] = z.Name
-	}
-	return ids, nil
 }
 
 // DeleteZone removes a zone that has no member containers.
@@ -416,8 +449,9 @@ func (tx *Tx) DeleteZone(name string) error {
 	if err != nil {
 		return err
 	}
-	if b.Get([]byte(name)) == nil {
-		return fmt.Errorf("zone %q: %w", name, ErrNotFound)
+	z, err := tx.Zone(name)
+	if err != nil {
+		return err
 	}
 	members, err := tx.Members(name)
 	if err != nil {
@@ -429,6 +463,9 @@ func (tx *Tx) DeleteZone(name string) error {
 			ids[i] = c.ID
 		}
 		return fmt.Errorf("zone %q still has %d member container(s) (%s); delete them first", name, len(members), strings.Join(ids, ", "))
+	}
+	if err := tx.tx.Bucket(bucketZoneIDs).Delete(zoneIDKey(z.ID)); err != nil {
+		return fmt.Errorf("zone %q: unindex kernel id %d: %w", name, z.ID, err)
 	}
 	return b.Delete([]byte(name))
 }
@@ -464,6 +501,12 @@ func (tx *Tx) PutContainer(c *Container) error {
 	if c.Created.IsZero() {
 		c.Created = time.Now().UTC()
 	}
+	if err := tx.unindexMember(c.ID); err != nil {
+		return err
+	}
+	if err := tx.tx.Bucket(bucketZoneMembers).Put(memberKey(c.Zone, c.ID), nil); err != nil {
+		return fmt.Errorf("container %q: index as member of zone %q: %w", c.ID, c.Zone, err)
+	}
 	return put(b, "container", c.ID, c)
 }
 
@@ -476,7 +519,25 @@ func (tx *Tx) DeleteContainer(id string) error {
 	if b.Get([]byte(id)) == nil {
 		return fmt.Errorf("container %q: %w", id, ErrNotFound)
 	}
+	if err := tx.unindexMember(id); err != nil {
+		return err
+	}
 	return b.Delete([]byte(id))
+}
+
+// unindexMember removes a stored container's entry from the member index.
+func (tx *Tx) unindexMember(id string) error {
+	old, err := tx.Container(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := tx.tx.Bucket(bucketZoneMembers).Delete(memberKey(old.Zone, id)); err != nil {
+		return fmt.Errorf("container %q: unindex as member of zone %q: %w", id, old.Zone, err)
+	}
+	return nil
 }
 
 // Containers returns all containers sorted by id.
@@ -486,7 +547,23 @@ func (tx *Tx) Containers() ([]Container, error) {
 
 // Members returns the containers of a zone sorted by id.
 func (tx *Tx) Members(zone string) ([]Container, error) {
-	return list(tx.bucket(bucketContainers), "container", func(c *Container) bool { return c.Zone == zone })
+	idx := tx.bucket(bucketZoneMembers)
+	if idx == nil {
+		// No index: a schema 1 database that no Update has migrated yet
+		// (or no database at all).
+		return list(tx.bucket(bucketContainers), "container", func(c *Container) bool { return c.Zone == zone })
+	}
+	var out []Container
+	prefix := memberKey(zone, "")
+	cur := idx.Cursor()
+	for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
+		c, err := tx.Container(string(k[len(prefix):]))
+		if err != nil {
+			return nil, fmt.Errorf("member index of zone %q: %w", zone, err)
+		}
+		out = append(out, *c)
+	}
+	return out, nil
 }
 
 // Meta returns a meta value, "" if it was never set.

@@ -263,7 +263,7 @@ func TestStoreUpdateRollsBack(t *testing.T) {
 func TestStoreMeta(t *testing.T) {
 	s := OpenStore(t.TempDir())
 	err := s.Update(func(tx *Tx) error {
-		if v, err := tx.Meta(MetaSchemaVersion); err != nil || v != "1" {
+		if v, err := tx.Meta(MetaSchemaVersion); err != nil || v != strconv.Itoa(SchemaVersion) {
 			return fmt.Errorf("schema version %q, %v", v, err)
 		}
 		if v, err := tx.Meta(MetaBootID); err != nil || v != "" {
@@ -361,13 +361,13 @@ func TestStoreRefusesNewerSchema(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(MetaSchemaVersion), []byte("2"))
+		return b.Put([]byte(MetaSchemaVersion), []byte(strconv.Itoa(SchemaVersion+1)))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	want := fmt.Sprintf("state database %s has schema version 2, but this rauha understands only up to 1: use the newer rauha binary that wrote it, or a different --root", path)
+	want := fmt.Sprintf("state database %s has schema version %d, but this rauha understands only up to %d: use the newer rauha binary that wrote it, or a different --root", path, SchemaVersion+1, SchemaVersion)
 	s := OpenStore(root)
 	err = s.View(func(*Tx) error { return errors.New("fn ran") })
 	if err == nil || err.Error() != want {
@@ -376,6 +376,160 @@ func TestStoreRefusesNewerSchema(t *testing.T) {
 	err = s.Update(func(*Tx) error { return errors.New("fn ran") })
 	if err == nil || err.Error() != want {
 		t.Fatalf("Update error = %v", err)
+	}
+}
+
+// A schema 1 database (no indexes) is read as it is and migrated by the
+// first Update: the indexes then give the same members and keep the old
+// zone ids taken.
+func TestStoreMigratesSchema1(t *testing.T) {
+	root := t.TempDir()
+	db, err := bolt.Open(filepath.Join(root, DBName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		zones, err := tx.CreateBucket(bucketZones)
+		if err != nil {
+			return err
+		}
+		cs, err := tx.CreateBucket(bucketContainers)
+		if err != nil {
+			return err
+		}
+		if err := zones.SetSequence(7); err != nil {
+			return err
+		}
+		for _, z := range []Zone{{Name: "a", ID: 7, Policy: *mustPreset("standard")}, {Name: "b", ID: 8, Policy: *mustPreset("strict")}} {
+			if err := put(zones, "zone", z.Name, &z); err != nil {
+				return err
+			}
+		}
+		for _, c := range []Container{{ID: "c2", Zone: "a"}, {ID: "c1", Zone: "a"}, {ID: "c3", Zone: "b"}} {
+			if err := put(cs, "container", c.ID, &c); err != nil {
+				return err
+			}
+		}
+		return meta.Put([]byte(MetaSchemaVersion), []byte("1"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := OpenStore(root)
+	memberIDs := func(tx *Tx, zone string) string {
+		m, err := tx.Members(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range m {
+			ids = append(ids, c.ID)
+		}
+		return strings.Join(ids, ",")
+	}
+	if err := s.View(func(tx *Tx) error {
+		if got := memberIDs(tx, "a"); got != "c1,c2" {
+			return fmt.Errorf("schema 1 members of a = %q", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx *Tx) error {
+		if v, _ := tx.Meta(MetaSchemaVersion); v != strconv.Itoa(SchemaVersion) {
+			return fmt.Errorf("schema version after Update = %q", v)
+		}
+		n := 0
+		if err := tx.bucket(bucketZoneMembers).ForEach(func(_, _ []byte) error { n++; return nil }); err != nil || n != 3 {
+			return fmt.Errorf("member index holds %d entries (%v), want 3", n, err)
+		}
+		if got := memberIDs(tx, "a"); got != "c1,c2" {
+			return fmt.Errorf("migrated members of a = %q", got)
+		}
+		if got := memberIDs(tx, "b"); got != "c3" {
+			return fmt.Errorf("migrated members of b = %q", got)
+		}
+		taken := &Zone{Name: "c", ID: 8, Policy: *mustPreset("standard")}
+		if err := tx.PutZone(taken); err == nil || !strings.Contains(err.Error(), `kernel id 8 already belongs to zone "b"`) {
+			return fmt.Errorf("PutZone with the id of b: %v", err)
+		}
+		fresh := &Zone{Name: "c", Policy: *mustPreset("standard")}
+		if err := tx.PutZone(fresh); err != nil {
+			return err
+		}
+		if fresh.ID != 9 {
+			return fmt.Errorf("new zone got id %d, want 9 (7 and 8 are taken)", fresh.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The indexes follow every change: a container moved to another zone, a
+// deleted container, a deleted zone whose id becomes free for an explicit
+// reuse.
+func TestStoreIndexesFollowChanges(t *testing.T) {
+	s := OpenStore(t.TempDir())
+	count := func(tx *Tx, zone string) int {
+		m, err := tx.Members(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m)
+	}
+	err := s.Update(func(tx *Tx) error {
+		a := &Zone{Name: "a", Policy: *mustPreset("standard")}
+		b := &Zone{Name: "ab", Policy: *mustPreset("standard")}
+		for _, z := range []*Zone{a, b} {
+			if err := tx.PutZone(z); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutContainer(&Container{ID: "x", Zone: "a"}); err != nil {
+			return err
+		}
+		if err := tx.PutContainer(&Container{ID: "y", Zone: "ab"}); err != nil {
+			return err
+		}
+		// "a" is a prefix of "ab": the NUL keeps their members apart.
+		if count(tx, "a") != 1 || count(tx, "ab") != 1 {
+			return fmt.Errorf("members a=%d ab=%d, want 1 and 1", count(tx, "a"), count(tx, "ab"))
+		}
+		if err := tx.PutContainer(&Container{ID: "x", Zone: "ab"}); err != nil {
+			return err
+		}
+		if count(tx, "a") != 0 || count(tx, "ab") != 2 {
+			return fmt.Errorf("after the move: members a=%d ab=%d, want 0 and 2", count(tx, "a"), count(tx, "ab"))
+		}
+		if err := tx.DeleteZone("ab"); err == nil {
+			return errors.New("DeleteZone removed a zone with members")
+		}
+		for _, id := range []string{"x", "y"} {
+			if err := tx.DeleteContainer(id); err != nil {
+				return err
+			}
+		}
+		if count(tx, "ab") != 0 {
+			return errors.New("deleted containers are still members")
+		}
+		if err := tx.DeleteZone("ab"); err != nil {
+			return err
+		}
+		again := &Zone{Name: "other", ID: b.ID, Policy: *mustPreset("standard")}
+		if err := tx.PutZone(again); err != nil {
+			return fmt.Errorf("the id of a deleted zone is still taken: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -94,3 +94,30 @@ load helpers
 	assert_success
 	assert_eq "$(awk '$1=="c1"{print $2, $3}' <<<"$stdout")" "0 stopped"
 }
+
+@test "list and zone list: 40 containers, read in parallel, in id order with their statuses" {
+	# 40 bundles on one rootfs, each with its own cgroup.
+	for i in $(seq -w 1 40); do
+		mkdir -p "$BATS_TEST_TMPDIR/m$i"
+		jq --arg root "$(bundle_dir b)/rootfs" --arg cg "$(cg_path "m$i")" \
+			'.root.path = $root | .linux.cgroupsPath = $cg' \
+			"$(bundle_dir b)/config.json" >"$BATS_TEST_TMPDIR/m$i/config.json"
+		create_ct "c$i" "m$i"
+	done
+	rt start c07
+	rt start c33
+	rrun rt list
+	assert_success
+	assert_eq "$(sed 1d <<<"$stdout" | awk '{print $1}' | tr '\n' ' ')" "$(printf 'c%s ' $(seq -w 1 40))"
+	assert_eq "$(awk '$3=="running"{print $1}' <<<"$stdout" | tr '\n' ' ')" "c07 c33 "
+	assert_eq "$(awk '$3=="created"' <<<"$stdout" | wc -l)" 38
+	assert_eq "$(awk -v p="$(ct_pid c21)" '$1=="c21"{print ($2==p)}' <<<"$stdout")" 1
+	# Each container is the one member of its own zone, found through the
+	# member index, with the same live status.
+	rrun rt zone list
+	assert_success
+	assert_eq "$(awk 'NR>1 && $1 ~ /^c[0-9]+$/ && $5 == 1' <<<"$stdout" | wc -l)" 40
+	rrun rt zone inspect c33
+	assert_success
+	assert_eq "$(jq -r '.members | map(.id + "=" + .status) | join(" ")' <<<"$stdout")" "c33=running"
+}
