@@ -224,7 +224,7 @@ func (c *Container) Delete(force bool) error {
 	default:
 		return fmt.Errorf("cannot delete container %s that is not stopped: %s (stop it first, or use --force)", c.ID(), status)
 	}
-	return c.destroy()
+	return c.destroy(nil)
 }
 
 // kill sends SIGKILL and waits until the init is gone. A zombie counts as
@@ -241,7 +241,10 @@ func (c *Container) kill() error {
 	return fmt.Errorf("container %s: init still running 10s after SIGKILL", c.ID())
 }
 
-func (c *Container) destroy() error {
+// destroy removes the container's libcontainer state and cgroups, then
+// its zone membership and record, through enf, or through an enforcer it
+// opens itself when enf is nil.
+func (c *Container) destroy(enf Enforcer) error {
 	id := c.ID()
 	rec, err := c.e.record(id)
 	if err != nil {
@@ -258,11 +261,12 @@ func (c *Container) destroy() error {
 	if err := c.lc.Destroy(); err != nil {
 		return fmt.Errorf("destroy container %s: %w", id, err)
 	}
-	enf, err := c.e.enforcer()
-	if err != nil {
-		return err
+	if enf == nil {
+		if enf, err = c.e.enforcer(); err != nil {
+			return err
+		}
+		defer enf.Close()
 	}
-	defer enf.Close()
 	return c.e.release(enf, id, zoneName, rec)
 }
 
