@@ -8,10 +8,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// batchSize is how many entries one BPF_MAP_LOOKUP_BATCH call returns at
-// most. A hash map answers ENOSPC when a bucket holds more entries than
-// that; eachHashEntry then retries with a batch twice as large.
-const batchSize = 256
+// A batch starts small, as most maps read here hold a few entries (or
+// none) and every buffer is fresh memory to fault in; it grows while the
+// batches come back full. A hash map answers ENOSPC when a bucket holds
+// more entries than a batch: the batch then grows too.
+const (
+	firstBatch = 16
+	maxBatch   = 4096
+)
 
 // eachHashEntry calls fn with every key and value of a hash map, read with
 // BPF_MAP_LOOKUP_BATCH: a few calls for the whole map, where a MapIterator
@@ -20,7 +24,7 @@ const batchSize = 256
 // operations on hash maps (before 5.6) are read with the iterator.
 func eachHashEntry[K, V any](m *ebpf.Map, fn func(*K, *V)) error {
 	var cursor ebpf.MapBatchCursor
-	keys, vals := make([]K, batchSize), make([]V, batchSize)
+	keys, vals := make([]K, firstBatch), make([]V, firstBatch)
 	for {
 		n, err := m.BatchLookup(&cursor, keys, vals, nil)
 		for i := range n {
@@ -29,8 +33,7 @@ func eachHashEntry[K, V any](m *ebpf.Map, fn func(*K, *V)) error {
 		switch {
 		case errors.Is(err, ebpf.ErrKeyNotExist):
 			return nil
-		case errors.Is(err, unix.ENOSPC) && n == 0:
-			keys, vals = make([]K, 2*len(keys)), make([]V, 2*len(vals))
+		case errors.Is(err, unix.ENOSPC) && n == 0 && len(keys) < maxBatch:
 		case errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL):
 			if n > 0 {
 				return fmt.Errorf("batch lookup failed after %d entries: %w", n, err)
@@ -38,7 +41,10 @@ func eachHashEntry[K, V any](m *ebpf.Map, fn func(*K, *V)) error {
 			return eachIterated(m, fn)
 		case err != nil:
 			return err
+		case n < len(keys) || len(keys) >= maxBatch:
+			continue
 		}
+		keys, vals = make([]K, 4*len(keys)), make([]V, 4*len(vals))
 	}
 }
 

@@ -16,7 +16,7 @@ func TestEachHashEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hash.Close()
-	const n = 3*batchSize + 17
+	const n = 3*maxBatch/4 + 17 // several batches, growing
 	for i := range uint64(n) {
 		if err := hash.Put(i+1000, uint32(i)); err != nil {
 			t.Fatal(err)
