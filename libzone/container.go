@@ -224,7 +224,7 @@ func (c *Container) Delete(force bool) error {
 	default:
 		return fmt.Errorf("cannot delete container %s that is not stopped: %s (stop it first, or use --force)", c.ID(), status)
 	}
-	return c.destroy(nil)
+	return c.destroy()
 }
 
 // kill sends SIGKILL and waits until the init is gone. A zombie counts as
@@ -241,10 +241,7 @@ func (c *Container) kill() error {
 	return fmt.Errorf("container %s: init still running 10s after SIGKILL", c.ID())
 }
 
-// destroy removes the container's libcontainer state and cgroups, then
-// its zone membership and record, through enf, or through an enforcer it
-// opens itself when enf is nil.
-func (c *Container) destroy(enf Enforcer) error {
+func (c *Container) destroy() error {
 	id := c.ID()
 	rec, err := c.e.record(id)
 	if err != nil {
@@ -261,12 +258,11 @@ func (c *Container) destroy(enf Enforcer) error {
 	if err := c.lc.Destroy(); err != nil {
 		return fmt.Errorf("destroy container %s: %w", id, err)
 	}
-	if enf == nil {
-		if enf, err = c.e.enforcer(); err != nil {
-			return err
-		}
-		defer enf.Close()
+	enf, err := c.e.enforcer()
+	if err != nil {
+		return err
 	}
+	defer enf.Close()
 	return c.e.release(enf, id, zoneName, rec)
 }
 

@@ -201,10 +201,8 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		return -1, err
 	}
 	if act == actRun && !o.Detach && !o.Keep {
-		// The handle create opened: opening the pins again cost a
-		// millisecond of every foreground run.
 		c := &Container{e: e, lc: lc}
-		if err := c.destroy(enf); err != nil {
+		if err := c.destroy(); err != nil {
 			return status, err
 		}
 	}
