@@ -20,7 +20,7 @@ const (
 // eachHashEntry calls fn with every key and value of a hash map, read with
 // BPF_MAP_LOOKUP_BATCH: a few calls for the whole map, where a MapIterator
 // makes two per entry (with 500 members, the zone removal of every delete
-// spent 1000 bpf calls, about 9 ms, listing them). Kernels without batch
+// spent 1000 bpf calls listing them). Kernels without batch
 // operations on hash maps (before 5.6) are read with the iterator.
 func eachHashEntry[K, V any](m *ebpf.Map, fn func(*K, *V)) error {
 	var cursor ebpf.MapBatchCursor

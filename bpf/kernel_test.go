@@ -405,11 +405,18 @@ func TestFallbackEgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
-	if att, _ := k.Attached(); slices.ContainsFunc(att, func(s string) bool { return strings.Contains(s, "cgroup=") }) {
-		t.Errorf("cgroup links still attached after RemoveMember: %q", att)
-	}
+	expectMemberGone(t, k, pinDir, cgid)
+}
+
+// expectMemberGone checks what RemoveMember leaves of cgroup cgid: no
+// pins, no cgroup link in Attached.
+func expectMemberGone(t *testing.T, k *Kernel, pinDir string, cgid uint64) {
+	t.Helper()
 	if exists(memberDir(pinDir, cgid)) {
 		t.Error("member pins left after RemoveMember")
+	}
+	if att, _ := k.Attached(); slices.ContainsFunc(att, func(s string) bool { return strings.Contains(s, "cgroup=") }) {
+		t.Errorf("cgroup links still attached after RemoveMember: %q", att)
 	}
 }
 
@@ -443,15 +450,10 @@ func TestRemoveMemberOfRemovedCgroup(t *testing.T) {
 	if err := k.RemoveMember(cg, cgid); err != nil {
 		t.Fatal(err)
 	}
-	if exists(memberDir(pinDir, cgid)) {
-		t.Error("member pins left after RemoveMember")
-	}
 	if regs, err := k.Members(); err != nil || len(regs) != 0 {
 		t.Errorf("Members() = %v, %v; want none", regs, err)
 	}
-	if att, _ := k.Attached(); slices.ContainsFunc(att, func(s string) bool { return strings.Contains(s, "cgroup=") }) {
-		t.Errorf("cgroup links still listed after RemoveMember: %q", att)
-	}
+	expectMemberGone(t, k, pinDir, cgid)
 }
 
 // A cgroup with the egress programs attached but no registration (the

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 )
 
 // AddMember makes the tasks of a cgroup-v2 directory (and of every cgroup
@@ -147,9 +146,8 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 // cgroupRemoved tells whether the cgroup with id cgid no longer exists at
 // cgroupDir: the directory is gone, or it is a new cgroup of the same name.
 func cgroupRemoved(cgroupDir string, cgid uint64) bool {
-	var st unix.Stat_t
-	err := unix.Stat(cgroupDir, &st)
-	return errors.Is(err, unix.ENOENT) || (err == nil && st.Ino != cgid)
+	id, err := CgroupID(cgroupDir)
+	return errors.Is(err, os.ErrNotExist) || (err == nil && id != cgid)
 }
 
 // Members returns every registered cgroup id and its zone.

@@ -51,7 +51,7 @@ func (e *Engine) List() ([]State, error) {
 		}
 	}
 	// Each container costs a handful of system calls and a JSON decode:
-	// read them on every CPU (at 500 containers one CPU took 110 ms).
+	// read them on every CPU (500 containers: 102 ms on one CPU, 75 on two).
 	states := make([]*State, len(dirs))
 	uids := make([]int64, len(dirs))
 	eachParallel(len(dirs), func(i int) {
@@ -183,7 +183,7 @@ func listedFrozen(paths map[string]string) (bool, error) {
 		return st == cgroups.Frozen, err
 	}
 	if p := paths[""]; p != "" {
-		v, err := os.ReadFile(filepath.Join(p, "cgroup.freeze"))
+		v, err := readFile(filepath.Join(p, "cgroup.freeze"))
 		if err != nil {
 			return false, nil // no freezer, or the cgroup is gone: not paused
 		}
@@ -216,8 +216,8 @@ func initAlive(pid int, startTime uint64) bool {
 }
 
 // readFile is os.ReadFile without the runtime poller: an os.File tries to
-// register every file with epoll and sets its flags, four more calls a
-// file, which list made twice per container.
+// register every file with epoll and sets and restores its flags, five
+// more calls a file, which list made twice per container.
 func readFile(path string) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
