@@ -27,11 +27,11 @@ var killCommand = &cli.Command{
 		if err != nil {
 			return err
 		}
-		ct, err := loadContainer(c)
+		e, id, err := containerArg(c)
 		if err != nil {
 			return err
 		}
-		return ct.Signal(sig, c.Bool("all"))
+		return e.Signal(id, sig, c.Bool("all"))
 	},
 }
 

@@ -12,10 +12,10 @@ var startCommand = &cli.Command{
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		ct, err := loadContainer(c)
+		e, id, err := containerArg(c)
 		if err != nil {
 			return err
 		}
-		return ct.Start()
+		return e.Start(id)
 	},
 }

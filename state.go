@@ -15,11 +15,11 @@ var stateCommand = &cli.Command{
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		ct, err := loadContainer(c)
+		e, id, err := containerArg(c)
 		if err != nil {
 			return err
 		}
-		st, err := ct.State()
+		st, err := e.State(id)
 		if err != nil {
 			return err
 		}

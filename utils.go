@@ -44,13 +44,19 @@ func newEngine(c *cli.Context) (*libzone.Engine, error) {
 	return libzone.New(libzone.Options{Root: c.String("root"), SystemdCgroup: c.Bool("systemd-cgroup")})
 }
 
-// loadContainer loads the container named by the first argument.
-func loadContainer(c *cli.Context) (*libzone.Container, error) {
+// containerArg is the engine and the container id the first argument names.
+func containerArg(c *cli.Context) (*libzone.Engine, string, error) {
 	id := c.Args().First()
 	if id == "" {
-		return nil, errors.New("container id cannot be empty")
+		return nil, "", errors.New("container id cannot be empty")
 	}
 	e, err := newEngine(c)
+	return e, id, err
+}
+
+// loadContainer loads the container named by the first argument.
+func loadContainer(c *cli.Context) (*libzone.Container, error) {
+	e, id, err := containerArg(c)
 	if err != nil {
 		return nil, err
 	}

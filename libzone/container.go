@@ -10,7 +10,6 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/utils"
-	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/zone"
@@ -63,34 +62,10 @@ type State struct {
 	Zone        string            `json:"zone,omitempty"`
 }
 
-// State returns the container's state. The zone comes from the container's
-// own config, so reading state needs no database access.
-func (c *Container) State() (*State, error) {
-	st, err := c.lc.State()
-	if err != nil {
-		return nil, fmt.Errorf("container %s: %w", c.ID(), err)
-	}
-	status, err := c.lc.Status()
-	if err != nil {
-		return nil, fmt.Errorf("container %s: %w", c.ID(), err)
-	}
-	pid := st.BaseState.InitProcessPid
-	if status == libcontainer.Stopped {
-		pid = 0
-	}
-	bundle, annotations := utils.Annotations(st.Config.Labels)
-	return &State{
-		OCIVersion:  specs.Version,
-		ID:          st.BaseState.ID,
-		Pid:         pid,
-		Status:      status.String(),
-		Bundle:      bundle,
-		Rootfs:      st.BaseState.Config.Rootfs,
-		Created:     st.BaseState.Created,
-		Annotations: annotations,
-		Zone:        zoneOf(c.ID(), annotations),
-	}, nil
-}
+// State returns the container's state, read from its state file as
+// Engine.State reads it. The zone comes from the container's own config,
+// so reading state needs no database access.
+func (c *Container) State() (*State, error) { return c.e.State(c.ID()) }
 
 // zoneOf names the zone a container belongs to: the annotation, or a zone
 // of its own named after it.
@@ -101,48 +76,84 @@ func zoneOf(id string, annotations map[string]string) string {
 	return id
 }
 
-// Start runs the user process of a created container.
-func (c *Container) Start() error {
-	status, err := c.lc.Status()
+// Start runs the user process of created container id and then the
+// poststart hooks create kept. It needs no libcontainer.Container: the
+// init waits on the exec fifo (stateFile.execFifo); only hooks load one,
+// for the OCI state they read and the kill when one fails.
+func (e *Engine) Start(id string) error {
+	sf, err := e.readStateFile(id)
 	if err != nil {
-		return fmt.Errorf("container %s: %w", c.ID(), err)
+		return err
+	}
+	status, err := sf.status()
+	if err != nil {
+		return fmt.Errorf("container %s: %w", id, err)
 	}
 	switch status {
-	case libcontainer.Created:
-	case libcontainer.Stopped:
-		return fmt.Errorf("cannot start container %s: it has stopped", c.ID())
-	case libcontainer.Running:
-		return fmt.Errorf("cannot start container %s: it is already running", c.ID())
+	case "created":
+	case "stopped":
+		return fmt.Errorf("cannot start container %s: it has stopped", id)
+	case "running":
+		return fmt.Errorf("cannot start container %s: it is already running", id)
 	default:
-		return fmt.Errorf("cannot start container %s in the %s state", c.ID(), status)
+		return fmt.Errorf("cannot start container %s in the %s state", id, status)
 	}
-	notify := newNotifySocket(c.e.stateDir(c.ID()), os.Getenv("NOTIFY_SOCKET"))
+	notify := newNotifySocket(sf.dir, os.Getenv("NOTIFY_SOCKET"))
 	if notify != nil {
 		if err := notify.bind(); err != nil {
 			return err
 		}
 		defer notify.Close()
 	}
-	if err := c.lc.Exec(); err != nil {
-		return fmt.Errorf("start container %s: %w", c.ID(), err)
+	if err := sf.execFifo(); err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
 	}
-	if hooks, err := savedPoststart(c.e.stateDir(c.ID())); err != nil {
+	if hooks, err := savedPoststart(sf.dir); err != nil {
 		return err
 	} else if len(hooks) > 0 {
-		st, err := c.State()
+		c, err := e.Load(id)
 		if err != nil {
 			return err
 		}
-		if err := c.runPoststart(st.Bundle, hooks); err != nil {
+		bundle, _ := utils.Annotations(sf.Config.Labels)
+		if err := c.runPoststart(bundle, hooks); err != nil {
 			return err
 		}
 	}
 	if notify != nil {
-		st, err := c.lc.State()
-		if err != nil {
-			return err
+		return notify.run(sf.Pid)
+	}
+	return nil
+}
+
+// Signal sends sig to container id's init. With all, a stopped container
+// is not an error (runc's obsolete --all). The init's pid and start time
+// are all it takes, except for SIGKILL to a container without a PID
+// namespace of its own (every process in its cgroup gets it) or to a
+// paused one (a v1 freezer must thaw for it): libcontainer does those.
+func (e *Engine) Signal(id string, sig unix.Signal, all bool) error {
+	sf, err := e.readStateFile(id)
+	if err != nil {
+		return err
+	}
+	if sig == unix.SIGKILL {
+		if frozen, err := sf.frozen(); err != nil || frozen || !sf.privatePID() {
+			c, err := e.Load(id)
+			if err != nil {
+				return err
+			}
+			return c.Signal(sig, all)
 		}
-		return notify.run(st.InitProcessPid)
+	}
+	err = sf.signalInit(sig)
+	if errors.Is(err, errInitGone) {
+		if all {
+			return nil
+		}
+		return fmt.Errorf("cannot signal container %s: it is not running", id)
+	}
+	if err != nil {
+		return fmt.Errorf("signal container %s: %w", id, err)
 	}
 	return nil
 }

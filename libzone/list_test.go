@@ -1,7 +1,6 @@
 package libzone
 
 import (
-	"os"
 	"sync/atomic"
 	"testing"
 )
@@ -17,26 +16,5 @@ func TestEachParallel(t *testing.T) {
 				t.Fatalf("n=%d: fn(%d) called %d times", n, i, c)
 			}
 		}
-	}
-}
-
-func TestReadFile(t *testing.T) {
-	dir := t.TempDir()
-	big := make([]byte, 10000)
-	for i := range big {
-		big[i] = byte('a' + i%26)
-	}
-	for _, data := range [][]byte{nil, []byte("x"), big[:4096], big} {
-		path := dir + "/f"
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		got, err := readFile(path)
-		if err != nil || string(got) != string(data) {
-			t.Fatalf("readFile of %d bytes = %d bytes, %v", len(data), len(got), err)
-		}
-	}
-	if _, err := readFile(dir + "/missing"); err == nil || err.Error() != "open "+dir+"/missing: no such file or directory" {
-		t.Fatalf("readFile of a missing file: %v", err)
 	}
 }

@@ -306,7 +306,7 @@ func (e *Engine) FollowEvents(ctx context.Context, name string, since time.Time,
 // liveStatus replaces a member's recorded status (how far its create
 // got) with its status now, as "rauha list" reports it: "gone" without state.
 func (e *Engine) liveStatus(m *zone.Container) {
-	st, err := e.listed(m.ID)
+	st, err := e.State(m.ID)
 	if err != nil {
 		m.Status = "gone"
 		return

@@ -118,3 +118,38 @@ usr1_count_is() {
 	rrun rt kill nosuch KILL
 	assert_error_line 'not exist|not found|nosuch'
 }
+
+@test "kill: --all does not fail on a stopped container (runc's obsolete flag)" {
+	set_args b true
+	create_ct c1
+	rt start c1
+	wait_status c1 stopped
+	rrun rt kill --all c1 KILL
+	assert_success
+}
+
+@test "kill: KILL to a container in the host pid namespace reaches every process of its cgroup" {
+	# Without a pid namespace of its own, the init's death takes nothing
+	# else with it: kill must signal the whole cgroup, as runc does.
+	cfg b '.linux.namespaces |= map(select(.type != "pid"))'
+	run_ct c1
+	rt exec -d c1 sleep 1000
+	retry 30 0.1 eval 'test "$(wc -l <"/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")" -ge 2'
+	rrun rt kill c1 KILL
+	assert_success
+	wait_status c1 stopped
+	retry 30 0.1 test -z "$(cat "/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")"
+}
+
+@test "kill: a TERM in the host pid namespace goes to the init alone" {
+	cfg b '.linux.namespaces |= map(select(.type != "pid"))'
+	set_args b sh -c 'trap "exit 0" TERM; while :; do sleep 0.1; done'
+	run_ct c1
+	rt exec -d c1 sleep 1000
+	retry 30 0.1 eval 'test "$(wc -l <"/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")" -ge 2'
+	rrun rt kill c1 TERM
+	assert_success
+	wait_status c1 stopped
+	# The exec'd sleep outlives its init: only KILL takes the whole cgroup.
+	[[ -n $(cat "/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs") ]] || fail "TERM reached more than the init"
+}

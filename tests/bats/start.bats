@@ -53,3 +53,11 @@ load helpers
 	rrun rt start nosuch
 	assert_error_line 'not exist|not found|nosuch'
 }
+
+@test "start: a created container whose init was killed from outside is stopped, and start says so" {
+	create_ct c1
+	kill -KILL "$(ct_pid c1)"
+	wait_status c1 stopped
+	rrun rt start c1
+	assert_error_line 'stopped'
+}
