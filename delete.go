@@ -19,25 +19,22 @@ var deleteCommand = &cli.Command{
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		ct, err := loadContainer(c)
+		e, id, err := containerArg(c)
+		if err != nil {
+			return err
+		}
+		err = e.Delete(id, c.Bool("force"))
 		if errors.Is(err, libzone.ErrNotExist) {
 			// A create that died early may have left a directory without
 			// state; remove it. containerd deletes twice: with --force the
 			// second delete of a gone container succeeds, as with runc.
-			e, eerr := newEngine(c)
-			if eerr != nil {
-				return eerr
-			}
-			if rerr := e.RemoveStale(c.Args().First()); rerr != nil {
+			if rerr := e.RemoveStale(id); rerr != nil {
 				return rerr
 			}
 			if c.Bool("force") {
 				return nil
 			}
 		}
-		if err != nil {
-			return err
-		}
-		return ct.Delete(c.Bool("force"))
+		return err
 	},
 }

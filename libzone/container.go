@@ -219,9 +219,33 @@ func (c *Container) Set(cfg configs.Config) error {
 	return nil
 }
 
-// Delete removes the container: its processes (when force, or when it was
-// only created), its cgroups and state, its zone membership and record.
-func (c *Container) Delete(force bool) error {
+// Delete removes container id: its processes (when force, or when it was
+// only created), its cgroups and state, its zone membership and record. A
+// stopped container that is only directories to remove (plainDestroy) is
+// removed from its state file; any other loads it through libcontainer.
+// The first is what podman, docker and every short-lived container delete.
+func (e *Engine) Delete(id string, force bool) error {
+	sf, err := e.readStateFile(id)
+	if err != nil {
+		return err
+	}
+	if sf.plainDestroy() {
+		status, err := sf.status()
+		if err != nil {
+			return fmt.Errorf("container %s: %w", id, err)
+		}
+		if status == "stopped" {
+			return e.destroy(id, sf.destroy)
+		}
+	}
+	c, err := e.Load(id)
+	if err != nil {
+		return err
+	}
+	return c.delete(force)
+}
+
+func (c *Container) delete(force bool) error {
 	status, err := c.lc.Status()
 	if err != nil {
 		return fmt.Errorf("container %s: %w", c.ID(), err)
@@ -252,29 +276,32 @@ func (c *Container) kill() error {
 	return fmt.Errorf("container %s: init still running 10s after SIGKILL", c.ID())
 }
 
-func (c *Container) destroy() error {
-	id := c.ID()
-	rec, err := c.e.record(id)
+func (c *Container) destroy() error { return c.e.destroy(c.ID(), c.lc.Destroy) }
+
+// destroy removes container id with remove (libcontainer's Destroy, or
+// stateFile.destroy), then its zone membership and its record, last.
+func (e *Engine) destroy(id string, remove func() error) error {
+	rec, err := e.record(id)
 	if err != nil {
 		return err
 	}
 	// The record names the zone; only without one does the zone have to
-	// come from the state's annotations (State costs another status check).
+	// come from the state's annotations.
 	zoneName := id
 	if rec != nil {
 		zoneName = rec.Zone
-	} else if st, err := c.State(); err == nil {
+	} else if st, err := e.State(id); err == nil {
 		zoneName = st.Zone
 	}
-	if err := c.lc.Destroy(); err != nil {
+	if err := remove(); err != nil {
 		return fmt.Errorf("destroy container %s: %w", id, err)
 	}
-	enf, err := c.e.enforcer()
+	enf, err := e.enforcer()
 	if err != nil {
 		return err
 	}
 	defer enf.Close()
-	return c.e.release(enf, id, zoneName, rec)
+	return e.release(enf, id, zoneName, rec)
 }
 
 // RemoveStale removes what a create that died before writing its state

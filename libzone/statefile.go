@@ -13,6 +13,7 @@ import (
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/manager"
 	"github.com/opencontainers/runc/libcontainer/utils"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -21,7 +22,8 @@ import (
 )
 
 // The commands that only read a container's state or talk to its init
-// (state, list, start, kill) read libcontainer's state.json themselves.
+// (state, list, start, kill), and delete of a stopped container, read
+// libcontainer's state.json themselves.
 // libcontainer.Load decodes the whole config first (encoding/json builds
 // its reflection caches for every type of configs.Config, in every
 // process), builds the cgroup and RDT managers, and then computes the
@@ -39,18 +41,25 @@ const execFifoName = "exec.fifo"
 // stateFile is the part of libcontainer's state.json that rauha reads
 // itself, and the state directory it came from.
 type stateFile struct {
-	ID        string            `json:"id"`
-	Pid       int               `json:"init_process_pid"`
-	StartTime uint64            `json:"init_process_start"`
-	Created   time.Time         `json:"created"`
-	Cgroups   map[string]string `json:"cgroup_paths"`
-	Config    struct {
+	ID           string            `json:"id"`
+	Pid          int               `json:"init_process_pid"`
+	StartTime    uint64            `json:"init_process_start"`
+	Created      time.Time         `json:"created"`
+	Cgroups      map[string]string `json:"cgroup_paths"`
+	IntelRdtPath string            `json:"intel_rdt_path"`
+	Config       struct {
 		Rootfs     string   `json:"rootfs"`
 		Labels     []string `json:"labels"`
 		Namespaces []struct {
 			Type string `json:"type"`
 			Path string `json:"path"`
 		} `json:"namespaces"`
+		Cgroups struct {
+			Systemd  bool `json:"Systemd"`
+			Rootless bool `json:"Rootless"`
+		} `json:"cgroups"`
+		Hooks    map[string]json.RawMessage `json:"Hooks"`
+		IntelRdt json.RawMessage            `json:"intel_rdt"`
 	} `json:"config"`
 
 	dir string
@@ -152,6 +161,37 @@ func (sf *stateFile) privatePID() bool {
 		}
 	}
 	return false
+}
+
+// plainDestroy tells whether removing the container, once stopped, is
+// only removing its cgroups and its state directory, as libcontainer's
+// destroy (state_linux.go) does when there is nothing more: no process can
+// outlive the init (it has a PID namespace of its own), the cgroups are
+// cgroupfs directories (no systemd unit), and there is no Intel RDT group
+// and no poststop hook.
+func (sf *stateFile) plainDestroy() bool {
+	c := &sf.Config
+	noRDT := sf.IntelRdtPath == "" && (len(c.IntelRdt) == 0 || string(c.IntelRdt) == "null")
+	poststop := c.Hooks["poststop"]
+	noHooks := len(poststop) == 0 || string(poststop) == "null" || string(poststop) == "[]"
+	return sf.privatePID() && !c.Cgroups.Systemd && noRDT && noHooks
+}
+
+// destroy removes a stopped container for which plainDestroy holds: its
+// cgroup directories (a cgroup manager given the recorded paths removes
+// exactly those), then its state directory.
+func (sf *stateFile) destroy() error {
+	cm, err := manager.NewWithPaths(&cgroups.Cgroup{Resources: &cgroups.Resources{}, Rootless: sf.Config.Cgroups.Rootless}, sf.Cgroups)
+	if err != nil {
+		return fmt.Errorf("cgroups of %s: %w", sf.ID, err)
+	}
+	if err := cm.Destroy(); err != nil {
+		return fmt.Errorf("unable to remove container's cgroup: %w", err)
+	}
+	if err := os.RemoveAll(sf.dir); err != nil {
+		return fmt.Errorf("unable to remove container state dir: %w", err)
+	}
+	return nil
 }
 
 // execFifo lets the init run the user process, as libcontainer's Exec

@@ -1,6 +1,7 @@
 package libzone
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -200,5 +201,39 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := readFile(dir + "/missing"); err == nil || err.Error() != "open "+dir+"/missing: no such file or directory" {
 		t.Fatalf("readFile of a missing file: %v", err)
+	}
+}
+
+// plainDestroy holds only for what a delete of a stopped container can do
+// without libcontainer: remove cgroupfs directories and the state.
+func TestPlainDestroy(t *testing.T) {
+	const pid = `"namespaces":[{"type":"NEWPID"}]`
+	for _, c := range []struct {
+		config string
+		plain  bool
+	}{
+		{`{` + pid + `}`, true},
+		{`{` + pid + `,"Hooks":{"prestart":[{"path":"/bin/true"}]},"intel_rdt":null}`, true},
+		{`{` + pid + `,"Hooks":{"poststop":[]}}`, true},
+		{`{` + pid + `,"Hooks":{"poststop":[{"path":"/bin/true"}]}}`, false},
+		{`{` + pid + `,"intel_rdt":{"closID":"c1"}}`, false},
+		{`{` + pid + `,"cgroups":{"Systemd":true}}`, false},
+		{`{"namespaces":[{"type":"NEWNET"}]}`, false},
+		{`{"namespaces":[{"type":"NEWPID","path":"/proc/1/ns/pid"}]}`, false},
+	} {
+		var sf stateFile
+		if err := json.Unmarshal([]byte(`{"config":`+c.config+`}`), &sf); err != nil {
+			t.Fatal(err)
+		}
+		if got := sf.plainDestroy(); got != c.plain {
+			t.Errorf("config %s: plainDestroy = %v, want %v", c.config, got, c.plain)
+		}
+	}
+	var sf stateFile
+	if err := json.Unmarshal([]byte(`{"intel_rdt_path":"/sys/fs/resctrl/c1","config":{`+pid+`}}`), &sf); err != nil {
+		t.Fatal(err)
+	}
+	if sf.plainDestroy() {
+		t.Error("a container with an RDT group: plainDestroy")
 	}
 }

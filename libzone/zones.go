@@ -193,11 +193,9 @@ func (e *Engine) DeleteZone(name string, force bool) error {
 	}
 	var errs []error
 	for _, m := range info.Members {
-		c, err := e.Load(m.ID)
+		err := e.Delete(m.ID, true)
 		if errors.Is(err, ErrNotExist) {
 			err = e.RemoveStale(m.ID)
-		} else if err == nil {
-			err = c.Delete(true)
 		}
 		if err != nil {
 			errs = append(errs, err)

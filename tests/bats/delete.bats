@@ -3,7 +3,7 @@
 
 load helpers
 
-@test "delete: a stopped container" {
+@test "delete: a stopped container, with its zone, record and kernel membership" {
 	set_args b true
 	create_ct c1
 	rt start c1
@@ -11,6 +11,13 @@ load helpers
 	rrun rt delete c1
 	assert_success
 	assert_nothing_left c1
+	is_rauha || return 0
+	assert_eq "$(rt zone list --format json | jq -r '[.[].name] | join(",")')" ""
+	# The container's cgroup had its links pinned under members/<cgroup id>.
+	local pins
+	pins=/sys/fs/bpf/rauha-$(printf %s "$ROOT" | sha256sum | cut -c1-12)
+	[[ -d $pins/members ]] || fail "no pin directory $pins/members"
+	assert_eq "$(find "$pins/members" -mindepth 1 | wc -l)" 0
 }
 
 @test "delete: a created container without --force" {
@@ -88,4 +95,19 @@ load helpers
 	rt delete --force c1
 	create_ct c1
 	assert_eq "$(ct_status c1)" created
+}
+
+@test "delete: a stopped container in the host pid namespace takes the processes its init left" {
+	# Its init's exit does not end the exec'd sleep: delete must kill it
+	# before the cgroups can go, as runc's destroy does.
+	cfg b '.linux.namespaces |= map(select(.type != "pid"))'
+	set_args b sh -c 'trap "exit 0" TERM; while :; do sleep 0.1; done'
+	run_ct c1
+	rt exec -d c1 sleep 1000
+	retry 30 0.1 eval 'test "$(wc -l <"/sys/fs/cgroup/pids$(cg_path b)/cgroup.procs")" -ge 2'
+	rt kill c1 TERM
+	wait_status c1 stopped
+	rrun rt delete c1
+	assert_success
+	assert_nothing_left c1
 }
