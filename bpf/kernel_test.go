@@ -552,3 +552,28 @@ func TestObserver(t *testing.T) {
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// PolicyZones lists exactly the zones with a policy, in order, so that
+// Prune finds every stale one without asking for each possible id.
+func TestPolicyZones(t *testing.T) {
+	requireRoot(t)
+	k, _ := testKernel(t, false)
+	ids, err := k.PolicyZones()
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("fresh maps: %v, %v", ids, err)
+	}
+	for _, id := range []uint32{MaxZones - 1, 5, 3} {
+		if err := k.SetPolicy(id, ZonePolicy{Mode: ModeEnforce}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids, err = k.PolicyZones(); err != nil || !slices.Equal(ids, []uint32{3, 5, MaxZones - 1}) {
+		t.Fatalf("after three policies: %v, %v", ids, err)
+	}
+	if err := k.DeletePolicy(5); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err = k.PolicyZones(); err != nil || !slices.Equal(ids, []uint32{3, MaxZones - 1}) {
+		t.Fatalf("after deleting zone 5: %v, %v", ids, err)
+	}
+}

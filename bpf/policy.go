@@ -304,6 +304,18 @@ func (k *Kernel) PolicyOf(zone uint32) (ZonePolicy, error) {
 	return s.zonePolicy(), nil
 }
 
+// PolicyZones lists, in order, the zone ids that have a policy in the
+// kernel: one batch read of the policy map, where asking PolicyOf for every
+// possible id took about 5000 bpf calls (`zone reconcile`, 58 ms here).
+func (k *Kernel) PolicyZones() ([]uint32, error) {
+	var ids []uint32
+	if err := eachHashEntry(k.maps.ZonePolicy, func(id *uint32, _ *rauhaPolicy) { ids = append(ids, *id) }); err != nil {
+		return nil, fmt.Errorf("list zone policies: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 // restrictive returns the policy value that is at least as restrictive as
 // both: enforce unless both audit, every deny flag and denied capability of
 // either. A missing entry means what the programs assume for it.

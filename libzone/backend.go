@@ -429,14 +429,12 @@ func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) (
 		}
 		fixed = append(fixed, fmt.Sprintf("removed cgroup %d from zone id %d: no container owns it", cgid, zid))
 	}
-	for id := uint32(1); id < bpf.MaxZones; id++ {
+	ids, err := ke.k.PolicyZones()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, id := range ids {
 		if zones[id] {
-			continue
-		}
-		if _, err := ke.k.PolicyOf(id); errors.Is(err, bpf.ErrNoPolicy) {
-			continue
-		} else if err != nil {
-			errs = append(errs, err)
 			continue
 		}
 		if err := ke.k.DeletePolicy(id); err != nil {

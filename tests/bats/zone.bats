@@ -246,3 +246,22 @@ check_failed() {
 	kill -TERM "$follower"
 	wait "$follower" || fail "the follower exited with $? on SIGTERM: $(cat "$BATS_TEST_TMPDIR/follow.err")"
 }
+
+@test "reconcile: a kernel policy of no zone is removed, the live zone's stays" {
+	in_zone b v strict
+	run_ct vc b
+	local m=$PIN_DIR/zone_policy size vid
+	size=$(bpftool -j map show pinned "$m" | jq -r .bytes_value)
+	vid=$(rt zone inspect v | jq -r .id)
+	# What a zone delete killed between the store and the kernel leaves:
+	# a policy under an id no zone has.
+	bpftool map update pinned "$m" key hex 07 02 00 00 value hex $(printf '00 %.0s' $(seq "$size"))
+	rrun rt zone reconcile
+	assert_success
+	assert_match "$stdout" "removed the policy of zone id 519: no zone has that id"
+	bpftool map lookup pinned "$m" key hex 07 02 00 00 >/dev/null 2>&1 && fail "the policy of zone id 519 is still there"
+	rrun rt zone verify v --format json
+	assert_success
+	check_passed "$stdout" "container vc: member"
+	[[ $vid != 519 ]] || fail "the live zone has id 519"
+}
