@@ -185,3 +185,18 @@ JSON
 	rrun rt exec c1
 	assert_error_line 'args|command|argument' '1|255'
 }
+
+@test "exec: the process comes from config.json as it is now; a bundle without one fails with one line" {
+	# runc reads the bundle's process at every exec, not at create.
+	cfg b '.process.env += ["LATER=changed"] | .process.cwd = "/tmp"'
+	rrun rt exec c1 sh -c 'echo "$LATER $(pwd)"'
+	assert_success
+	assert_eq "$stdout" "changed /tmp"
+	mv "$(bundle_dir b)/config.json" "$(bundle_dir b)/config.json.gone"
+	rrun rt exec c1 true
+	assert_error_line 'config.json'
+	mv "$(bundle_dir b)/config.json.gone" "$(bundle_dir b)/config.json"
+	cfg b '.ociVersion = "2.0.0"'
+	rrun rt exec c1 true
+	assert_error_line 'version'
+}
