@@ -24,6 +24,7 @@ type runtime struct {
 	bin         string
 	root        string
 	rauha       bool
+	zones       bool // a rauha build (also one compared as a runc): cleanup removes its zones and pins
 	annotations map[string]string
 	errLog      *os.File // stderr of every call, read back when one fails
 }
@@ -121,7 +122,11 @@ func newBench(c config) (*bench, error) {
 		if err != nil {
 			return err
 		}
-		b.runtimes = append(b.runtimes, &runtime{name: name, bin: bin, root: root, rauha: rauha, annotations: ann, errLog: log})
+		r := &runtime{name: name, bin: bin, root: root, rauha: rauha, annotations: ann, errLog: log}
+		// Another rauha build passed as -runc leaves zones and BPF pins
+		// (programs attached host-wide) like rauha itself.
+		r.zones = rauha || strings.HasPrefix(r.version(), "rauha ")
+		b.runtimes = append(b.runtimes, r)
 		return nil
 	}
 	for _, r := range c.runcs {
@@ -238,7 +243,7 @@ func (b *bench) cleanup() error {
 		}
 	}
 	for _, r := range b.runtimes {
-		if r.rauha {
+		if r.zones {
 			// zones named by annotation outlive their containers
 			_, _ = r.invoke(nil, "zone", "delete", "--force", updateZone)
 			// A root without zones: reconcile uninstalls its programs,
