@@ -53,6 +53,7 @@ func parseProcess(name string, r io.Reader) (*specs.Process, error) {
 // Exec runs an additional process in the running container, enforced by
 // its zone exactly like the init.
 func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
+	primeCgroupAttach()
 	if err := ValidateProcess(p); err != nil {
 		return -1, err
 	}

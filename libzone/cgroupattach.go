@@ -1,0 +1,55 @@
+package libzone
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/bpf"
+)
+
+// primeCgroupAttach starts, in the background, the wait that the kernel
+// would otherwise impose on libcontainer's first cgroup.procs write of this
+// command.
+//
+// Every migration into a cgroup (a write of a pid to cgroup.procs, tasks or
+// cgroup.threads, in any hierarchy) takes the global cgroup_threadgroup_rwsem
+// for writing. After a quiet spell that lock first waits for a full RCU grace
+// period (rcu_sync_enter), and stays cheap until about one grace period after
+// the last writer left. On this host a grace period takes 0-20 ms (perf sched:
+// `synchronize_rcu_normal <- rcu_sync_enter <- percpu_down_write <-
+// cgroup_procs_write_start`), and libcontainer makes that write right after
+// forking the init, with the init blocked until it returns; every runtime pays
+// it in create, run and exec (on cgroup v1 hierarchies; an exec on a pure v2
+// host uses CLONE_INTO_CGROUP instead). Started here, the grace period runs
+// while rauha stores the zone, opens the enforcer and forks the init.
+//
+// The write asks to move the calling thread into the unified hierarchy's
+// root, which changes nothing: a thread of a process in any other (domain)
+// cgroup may not leave its process's domain, so the kernel refuses it with
+// EOPNOTSUPP once it holds the lock, and a thread already in the root stays
+// where it is. The thread is locked and never unlocked, so it ends with the
+// goroutine and nothing it might have done outlives the call. Kernels that
+// mount cgroup2 with favordynmods (or keep rcu_sync entered otherwise) do
+// not wait at all, and the write costs a few microseconds.
+//
+// The result (nil or EOPNOTSUPP when the kernel took the lock) is only for
+// tests; callers never wait for it.
+func primeCgroupAttach() <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.OpenFile(filepath.Join(bpf.UnifiedMountpoint(), "cgroup.threads"), os.O_WRONLY, 0)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = f.WriteString(strconv.Itoa(unix.Gettid()))
+		f.Close()
+		done <- err
+	}()
+	return done
+}
