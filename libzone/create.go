@@ -1,7 +1,6 @@
 package libzone
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,33 +80,16 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 
 	// 1. The zone and its policy are stored before anything reaches the
-	// kernel. The enforcer is opened meanwhile: that sets no zone's policy
-	// (a root's first create installs the programs, which allow everything
-	// outside a zone), and the commit spends most of its time waiting for
-	// the disk (two fdatasyncs, 0.6-1.4 ms together on this host's ext4).
-	opened := make(chan openedEnforcer, 1)
-	go func() {
-		enf, err := e.enforcer()
-		opened <- openedEnforcer{enf, err}
-	}()
+	// kernel.
 	adm, err := e.admit(id, b.Dir, config.Cgroups.Path, spec.Annotations)
-	bg := <-opened
 	if err != nil {
-		if bg.enf != nil {
-			// The open may have installed the programs for this root's
-			// first zone: a root without zones keeps none.
-			if _, uerr := e.uninstallIfNoZones(bg.enf); uerr != nil {
-				logrus.Warnf("remove kernel programs after failed create: %v", uerr)
-			}
-			bg.enf.Close()
-		}
 		return -1, err
 	}
-	if bg.err != nil {
+	enf, err := e.enforcer()
+	if err != nil {
 		e.forgetQuietly(nil, id, adm.zone.Name, adm.rec)
-		return -1, bg.err
+		return -1, err
 	}
-	enf := bg.enf
 	defer enf.Close()
 	var lc *libcontainer.Container
 	defer func() {
@@ -204,7 +186,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 					return err
 				}
 			}
-			return e.joinZone(enf, lc, adm, pid)
+			cgid, err := e.joinZone(enf, lc, adm)
+			if err != nil {
+				return err
+			}
+			return e.markCreated(adm, pid, cgid)
 		},
 	}
 	if act == actRun {
@@ -224,50 +210,24 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	return status, nil
 }
 
-// openedEnforcer is the outcome of opening the enforcer in the background.
-type openedEnforcer struct {
-	enf Enforcer
-	err error
-}
-
-// joinZone makes the container's cgroup a member of its zone and marks its
-// record created with the init's pid and the cgroup v2 id that identifies
-// it to the kernel. The kernel side and the record are written at the same
-// time: both need only the cgroup id, the commit mostly waits for the disk,
-// and the caller undoes both if either fails. A crash between the two is
-// repaired by reconcile, which joins every live container whatever its
-// record's status.
-func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission, pid int) error {
+// joinZone makes the container's cgroup a member of its zone and returns the
+// cgroup v2 id that identifies it to the kernel.
+func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission) (uint64, error) {
 	st, err := lc.State()
 	if err != nil {
-		return fmt.Errorf("container %s: %w", lc.ID(), err)
+		return 0, fmt.Errorf("container %s: %w", lc.ID(), err)
 	}
 	unified := st.CgroupPaths[""]
 	if unified == "" {
-		return fmt.Errorf("zone %s: container %s has no cgroup v2 directory: zone membership needs the unified hierarchy (cgroup2 mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified)", adm.zone.Name, lc.ID())
+		return 0, fmt.Errorf("zone %s: container %s has no cgroup v2 directory: zone membership needs the unified hierarchy (cgroup2 mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified)", adm.zone.Name, lc.ID())
 	}
 	rel, err := filepath.Rel(bpf.UnifiedMountpoint(), unified)
 	if err != nil || strings.HasPrefix(rel, "..") {
-		return fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
-	}
-	cgid, err := bpf.CgroupID(unified)
-	if err != nil {
-		return fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
 	}
 	adm.rec.CgroupPath = "/" + rel
-	created := *adm.rec
-	marked := make(chan error, 1)
-	go func() { marked <- e.markCreated(&created, pid, cgid) }()
-	joinErr := enf.Join(adm.zone, adm.rec)
-	markErr := <-marked
-	if joinErr == nil && adm.rec.CgroupID != cgid {
-		// The directory was replaced between the two stats: the record
-		// must name the cgroup the kernel has.
-		joinErr = fmt.Errorf("zone %s: cgroup %s of container %s changed while it joined (id %d, then %d)", adm.zone.Name, unified, lc.ID(), cgid, adm.rec.CgroupID)
+	if err := enf.Join(adm.zone, adm.rec); err != nil {
+		return 0, err
 	}
-	if err := errors.Join(joinErr, markErr); err != nil {
-		return err
-	}
-	*adm.rec = created
-	return nil
+	return adm.rec.CgroupID, nil
 }

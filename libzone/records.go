@@ -94,13 +94,13 @@ func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]str
 	return a, nil
 }
 
-// markCreated completes a container's record once its init waits for start
-// and its cgroup joins the zone.
-func (e *Engine) markCreated(rec *zone.Container, pid int, cgroupID uint64) error {
-	rec.Pid = pid
-	rec.CgroupID = cgroupID
-	rec.Status = recordCreated
-	return e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(rec) })
+// markCreated completes the record once the container's init is a zone
+// member and waits for start.
+func (e *Engine) markCreated(a *admission, pid int, cgroupID uint64) error {
+	a.rec.Pid = pid
+	a.rec.CgroupID = cgroupID
+	a.rec.Status = recordCreated
+	return e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(a.rec) })
 }
 
 // forget removes a container's record, and its zone when the zone was made
