@@ -26,6 +26,9 @@ setup() {
 try_killed() {
 	local delay=$1 pid
 	shift
+	# The runtime itself, not the rt wrapper: killing the subshell that runs
+	# rt would leave timeout(1) and rauha running on in the background.
+	[[ $1 == rt ]] && set -- "$RUNTIME" --root "$ROOT" "${@:2}"
 	{
 		"$@" >/dev/null 2>&1 &
 		pid=$!
