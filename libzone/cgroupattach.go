@@ -24,8 +24,13 @@ import (
 // cgroup_procs_write_start`), and libcontainer makes that write right after
 // forking the init, with the init blocked until it returns; every runtime pays
 // it in create, run and exec (on cgroup v1 hierarchies; an exec on a pure v2
-// host uses CLONE_INTO_CGROUP instead). Started here, the grace period runs
-// while rauha stores the zone, opens the enforcer and forks the init.
+// host uses CLONE_INTO_CGROUP instead, and Exec does not prime there).
+// Started here, the grace period runs while rauha stores the zone, opens the
+// enforcer and forks the init.
+//
+// The price is the one every migration has: until about one grace period
+// after the lock was released, forks and exits on the host take the
+// lock's slower reader path, as they do after libcontainer's own write.
 //
 // The write asks to move the calling thread into the unified hierarchy's
 // root, which changes nothing: a thread of a process in any other (domain)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -53,7 +54,12 @@ func parseProcess(name string, r io.Reader) (*specs.Process, error) {
 // Exec runs an additional process in the running container, enforced by
 // its zone exactly like the init.
 func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
-	primeCgroupAttach()
+	if !cgroups.IsCgroup2UnifiedMode() {
+		// On a pure cgroup v2 host libcontainer starts an exec'd process
+		// straight in its cgroup (CLONE_INTO_CGROUP); elsewhere it writes
+		// the pid to cgroup.procs files.
+		primeCgroupAttach()
+	}
 	if err := ValidateProcess(p); err != nil {
 		return -1, err
 	}
