@@ -22,9 +22,10 @@ import (
 // the last writer left. On this host a grace period takes 0-20 ms (perf sched:
 // `synchronize_rcu_normal <- rcu_sync_enter <- percpu_down_write <-
 // cgroup_procs_write_start`), and libcontainer makes that write right after
-// forking the init, with the init blocked until it returns; every runtime pays
-// it in create, run and exec (on cgroup v1 hierarchies; an exec on a pure v2
-// host uses CLONE_INTO_CGROUP instead, and Exec does not prime there).
+// forking the init, with the init blocked until it returns. runc 1.1.5 and
+// 1.5.0 pay it in create and run (traced here), and exec writes cgroup.procs
+// too except on a pure v2 host, where libcontainer uses CLONE_INTO_CGROUP
+// and Exec does not prime.
 // Started here, the grace period runs while rauha stores the zone, opens the
 // enforcer and forks the init.
 //
@@ -37,9 +38,9 @@ import (
 // cgroup may not leave its process's domain, so the kernel refuses it with
 // EOPNOTSUPP once it holds the lock, and a thread already in the root stays
 // where it is. The thread is locked and never unlocked, so it ends with the
-// goroutine and nothing it might have done outlives the call. Kernels that
-// mount cgroup2 with favordynmods (or keep rcu_sync entered otherwise) do
-// not wait at all, and the write costs a few microseconds.
+// goroutine and nothing it might have done outlives the call. On a cgroup2
+// mounted with favordynmods the kernel keeps the lock in its slow mode and
+// should not wait at all (not tried here).
 //
 // The result (nil or EOPNOTSUPP when the kernel took the lock) is only for
 // tests; callers never wait for it.

@@ -74,6 +74,10 @@ func TestPrimeCgroupAttachFromAnotherCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child in %s: %v\n%s", dir, err, out)
 	}
+	// A child that ran no test would exit 0 too.
+	if !strings.Contains(string(out), "--- PASS: TestPrimeCgroupAttachFromAnotherCgroup") {
+		t.Fatalf("the child in %s did not run the check:\n%s", dir, out)
+	}
 }
 
 func primeChild(t *testing.T) {

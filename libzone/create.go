@@ -41,7 +41,6 @@ func (e *Engine) Run(id string, b *Bundle, o CreateOptions) (int, error) {
 // container is recorded as created. Any failure undoes every earlier step,
 // so a failed create leaves no state directory, cgroup or record behind.
 func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (status int, retErr error) {
-	primeCgroupAttach()
 	if err := zone.ValidateName("container id", id); err != nil {
 		return -1, err
 	}
@@ -63,6 +62,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	} else if !fi.IsDir() {
 		return -1, fmt.Errorf("rootfs %s: not a directory", rootfs)
 	}
+	// Past the refusals that need no more than a stat: from here on the
+	// init will be forked and moved into its cgroups.
+	primeCgroupAttach()
 	notify := newNotifySocket(e.stateDir(id), os.Getenv("NOTIFY_SOCKET"))
 	if notify != nil {
 		notify.setupSpec(spec)

@@ -54,12 +54,6 @@ func parseProcess(name string, r io.Reader) (*specs.Process, error) {
 // Exec runs an additional process in the running container, enforced by
 // its zone exactly like the init.
 func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
-	if !cgroups.IsCgroup2UnifiedMode() {
-		// On a pure cgroup v2 host libcontainer starts an exec'd process
-		// straight in its cgroup (CLONE_INTO_CGROUP); elsewhere it writes
-		// the pid to cgroup.procs files.
-		primeCgroupAttach()
-	}
 	if err := ValidateProcess(p); err != nil {
 		return -1, err
 	}
@@ -73,6 +67,12 @@ func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
 		return -1, fmt.Errorf("cannot exec in container %s: it is paused (resume it first)", c.ID())
 	default:
 		return -1, fmt.Errorf("cannot exec in container %s: it is %s", c.ID(), status)
+	}
+	if !cgroups.IsCgroup2UnifiedMode() {
+		// On a pure cgroup v2 host libcontainer starts an exec'd process
+		// straight in its cgroup (CLONE_INTO_CGROUP); elsewhere it writes
+		// the pid to cgroup.procs files.
+		primeCgroupAttach()
 	}
 	z, err := c.e.memberZone(c.ID())
 	if err != nil {
