@@ -23,11 +23,11 @@ import (
 // `synchronize_rcu_normal <- rcu_sync_enter <- percpu_down_write <-
 // cgroup_procs_write_start`), and libcontainer makes that write right after
 // forking the init, with the init blocked until it returns. runc 1.1.5 and
-// 1.5.0 pay it in create and run (traced here), and exec writes cgroup.procs
-// too except on a pure v2 host, where libcontainer uses CLONE_INTO_CGROUP
-// and Exec does not prime.
-// Started here, the grace period runs while rauha stores the zone, opens the
-// enforcer and forks the init.
+// 1.5.0 pay it too (traced in their run). Exec writes cgroup.procs as well,
+// except on a pure v2 host, where libcontainer uses CLONE_INTO_CGROUP and
+// Exec does not prime.
+// Called in a goroutine at the start of launch, the grace period runs while
+// rauha stores the zone, opens the enforcer and forks the init.
 //
 // The price is the one every migration has: until about one grace period
 // after the lock was released, forks and exits on the host take the
@@ -38,24 +38,19 @@ import (
 // cgroup may not leave its process's domain, so the kernel refuses it with
 // EOPNOTSUPP once it holds the lock, and a thread already in the root stays
 // where it is. The thread is locked and never unlocked, so it ends with the
-// goroutine and nothing it might have done outlives the call. On a cgroup2
-// mounted with favordynmods the kernel keeps the lock in its slow mode and
-// should not wait at all (not tried here).
+// calling goroutine: run it in one of its own (go primeCgroupAttach()). On a
+// cgroup2 mounted with favordynmods the kernel keeps the lock in its slow
+// mode and should not wait at all (not tried here).
 //
-// The result (nil or EOPNOTSUPP when the kernel took the lock) is only for
-// tests; callers never wait for it.
-func primeCgroupAttach() <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.OpenFile(filepath.Join(bpf.UnifiedMountpoint(), "cgroup.threads"), os.O_WRONLY, 0)
-		if err != nil {
-			done <- err
-			return
-		}
-		_, err = f.WriteString(strconv.Itoa(unix.Gettid()))
-		f.Close()
-		done <- err
-	}()
-	return done
+// It returns nil or EOPNOTSUPP when the kernel took the lock; callers
+// never wait for it.
+func primeCgroupAttach() error {
+	runtime.LockOSThread()
+	f, err := os.OpenFile(filepath.Join(bpf.UnifiedMountpoint(), "cgroup.threads"), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(strconv.Itoa(unix.Gettid()))
+	return err
 }

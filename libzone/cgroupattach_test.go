@@ -29,7 +29,7 @@ func TestPrimeCgroupAttachMovesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if err := <-primeCgroupAttach(); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+		if err := primeCgroupAttach(); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 			t.Fatalf("priming write refused before the kernel's migration lock: %v", err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestPrimeCgroupAttachFromAnotherCgroup(t *testing.T) {
 
 func primeChild(t *testing.T) {
 	want := "0::" + os.Getenv("RAUHA_PRIME_CHILD") + "\n"
-	if err := <-primeCgroupAttach(); !errors.Is(err, unix.EOPNOTSUPP) {
+	if err := primeCgroupAttach(); !errors.Is(err, unix.EOPNOTSUPP) {
 		t.Fatalf("priming write from a non-root cgroup: got %v, want EOPNOTSUPP from the kernel's migration path", err)
 	}
 	own, err := os.ReadFile("/proc/self/cgroup")

@@ -64,7 +64,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 	// Past the refusals that need no more than a stat: from here on the
 	// init will be forked and moved into its cgroups.
-	primeCgroupAttach()
+	go primeCgroupAttach()
 	notify := newNotifySocket(e.stateDir(id), os.Getenv("NOTIFY_SOCKET"))
 	if notify != nil {
 		notify.setupSpec(spec)

@@ -72,7 +72,7 @@ func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
 		// On a pure cgroup v2 host libcontainer starts an exec'd process
 		// straight in its cgroup (CLONE_INTO_CGROUP); elsewhere it writes
 		// the pid to cgroup.procs files.
-		primeCgroupAttach()
+		go primeCgroupAttach()
 	}
 	z, err := c.e.memberZone(c.ID())
 	if err != nil {

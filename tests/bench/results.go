@@ -109,7 +109,7 @@ func hostInfo() string {
 // foreignPins counts the rauha pin directories on the host before the bench
 // made any. Each one keeps its sys_exit observer attached, and that costs
 // every syscall of every process on the host, runc's containers included
-// (45 ns on getppid, 110-140 ns on open+close with one root, here): the
+// (45 ns on getppid, 130 ns on open+close with one idle root, here): the
 // "outside" rows are only outside rauha when this is 0.
 func foreignPins() string {
 	entries, err := os.ReadDir("/sys/fs/bpf")
