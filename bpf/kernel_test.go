@@ -472,6 +472,55 @@ func TestFallbackEgressFailsClosedWhileUnregistered(t *testing.T) {
 	workload{cgroup: cg}.expect(t, "EPERM", "connect", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)).String())
 }
 
+// A process killed between pinning a member's links and registering it
+// leaves a member pin directory no registration names: PruneMemberPins
+// detaches and removes it, and leaves registered and kept members alone.
+func TestPruneMemberPins(t *testing.T) {
+	requireRoot(t)
+	k, pinDir := testKernel(t, false)
+	if err := k.SetPolicy(4, ZonePolicy{EgressRestricted: true}); err != nil {
+		t.Fatal(err)
+	}
+	attachOnly := func(name string) uint64 {
+		cg := testCgroup(t, name)
+		cgid, err := CgroupID(cg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.attachMember(cg, cgid); err != nil {
+			t.Fatal(err)
+		}
+		return cgid
+	}
+	orphan, kept := attachOnly("orphan"), attachOnly("kept")
+	member, err := k.AddMember(4, testCgroup(t, "member"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruned, err := k.PruneMemberPins(func(cgid uint64) bool { return cgid == kept })
+	if err != nil || !slices.Equal(pruned, []uint64{orphan}) {
+		t.Fatalf("PruneMemberPins = %v, %v; want [%d]", pruned, err, orphan)
+	}
+	if exists(memberDir(pinDir, orphan)) {
+		t.Error("the orphan's pin directory is left")
+	}
+	att, err := k.Attached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cgid, want := range map[uint64]bool{orphan: false, kept: true, member: true} {
+		if exists(memberDir(pinDir, cgid)) != want {
+			t.Errorf("pin directory of cgroup %d: exists = %v, want %v", cgid, !want, want)
+		}
+		if got := slices.ContainsFunc(att, func(s string) bool { return strings.HasSuffix(s, " cgroup="+itoa(cgid)) }); got != want {
+			t.Errorf("links of cgroup %d attached = %v, want %v (%q)", cgid, got, want, att)
+		}
+	}
+	if again, err := k.PruneMemberPins(func(uint64) bool { return false }); err != nil || !slices.Equal(again, []uint64{kept}) {
+		t.Errorf("second prune = %v, %v; want [%d]", again, err, kept)
+	}
+}
+
 // Pins outlive the process that made them: a second handle sees the
 // member attached and enforcing after the first one is closed.
 func TestEnforcementOutlivesHandle(t *testing.T) {

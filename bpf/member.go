@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -117,18 +118,25 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 	if err := k.maps.ZoneByCgid.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("unregister cgroup %d: %w", cgid, err)
 	}
-	dir := memberDir(k.pinDir, cgid)
 	// The kernel detaches a cgroup's programs itself when the cgroup is
 	// removed, as a deleted container's is: then only the pins are left,
 	// and opening each link to detach it again cost five calls a program.
 	removed := cgroupDir != "" && cgroupRemoved(cgroupDir, cgid)
+	return k.unpinMember(cgid, removed)
+}
+
+// unpinMember detaches (or, when the cgroup is gone, only unpins) the
+// links of a member and removes its pin directory. The caller holds the
+// pin-directory lock.
+func (k *Kernel) unpinMember(cgid uint64, cgroupRemoved bool) error {
+	dir := memberDir(k.pinDir, cgid)
 	var errs []error
 	for _, p := range backendPrograms(false) {
 		if !p.perMember {
 			continue
 		}
 		pin := filepath.Join(dir, p.name)
-		if !removed {
+		if !cgroupRemoved {
 			errs = append(errs, detachPinned(pin))
 		} else if err := os.Remove(pin); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("unpin %s: %w", pin, err))
@@ -141,6 +149,49 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 		return fmt.Errorf("remove member pin directory: %w", err)
 	}
 	return nil
+}
+
+// PruneMemberPins detaches the links of every member pin directory whose
+// cgroup is registered in no zone and not kept, and removes the directory.
+// AddMember pins before it registers and RemoveMember unregisters before
+// it unpins, so a process killed between the two leaves such a directory,
+// which Members cannot see. It returns the cgroup ids it pruned.
+func (k *Kernel) PruneMemberPins(keep func(cgid uint64) bool) ([]uint64, error) {
+	unlock, err := lockPinDir(k.pinDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ents, err := os.ReadDir(membersDir(k.pinDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list member pins: %w", err)
+	}
+	var pruned []uint64
+	var errs []error
+	for _, ent := range ents {
+		cgid, err := strconv.ParseUint(ent.Name(), 10, 64)
+		if err != nil || !ent.IsDir() || keep(cgid) {
+			continue // not a member directory rauha made, or wanted
+		}
+		var zone uint32
+		err = k.maps.ZoneByCgid.Lookup(cgid, &zone)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("look up cgroup %d: %w", cgid, err))
+			continue
+		}
+		if err := k.unpinMember(cgid, false); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pruned = append(pruned, cgid)
+	}
+	return pruned, errors.Join(errs...)
 }
 
 // cgroupRemoved tells whether the cgroup with id cgid no longer exists at

@@ -408,7 +408,8 @@ func capabilityName(n uint64) string {
 }
 
 // Prune removes kernel entries no record owns: member cgroups not in live
-// (cgroup id → zone id) and zone policies not in zones.
+// (cgroup id → zone id), member pins without a registration, and zone
+// policies not in zones.
 func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) ([]string, error) {
 	var fixed []string
 	var errs []error
@@ -428,6 +429,13 @@ func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) (
 			continue
 		}
 		fixed = append(fixed, fmt.Sprintf("removed cgroup %d from zone id %d: no container owns it", cgid, zid))
+	}
+	orphans, err := ke.k.PruneMemberPins(func(cgid uint64) bool { _, ok := live[cgid]; return ok })
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, cgid := range orphans {
+		fixed = append(fixed, fmt.Sprintf("removed the member pins of cgroup %d: registered in no zone, what a killed create or delete leaves", cgid))
 	}
 	ids, err := ke.k.PolicyZones()
 	if err != nil {

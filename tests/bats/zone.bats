@@ -247,6 +247,33 @@ check_failed() {
 	wait "$follower" || fail "the follower exited with $? on SIGTERM: $(cat "$BATS_TEST_TMPDIR/follow.err")"
 }
 
+@test "reconcile: member pins registered in no zone are removed, a live member's stay" {
+	make_bundle b2
+	in_zone b v strict
+	in_zone b2 v strict
+	run_ct vc b
+	run_ct vd b2
+	[[ -d $PIN_DIR/members ]] || skip "this backend pins no per-member links"
+	local cg key i
+	cg=$(rt zone inspect v | jq -r '.members[] | select(.id == "vd") | .cgroup_id')
+	[[ -d $PIN_DIR/members/$cg ]] || fail "no member pins for vd (cgroup $cg): $(ls "$PIN_DIR/members")"
+	rt kill vd KILL
+	wait_status vd stopped
+	# What a create or delete killed between its two kernel steps leaves:
+	# the cgroup's links pinned, the cgroup registered in no zone.
+	for i in 0 1 2 3 4 5 6 7; do key+=$(printf '%02x ' $(((cg >> (8 * i)) & 255))); done
+	bpftool map delete pinned "$PIN_DIR/zone_by_cgid" key hex $key
+	rrun rt zone reconcile
+	assert_success
+	assert_match "$stdout" "removed the member pins of cgroup $cg: registered in no zone"
+	[[ ! -e $PIN_DIR/members/$cg ]] || fail "vd's member pins are still there: $(ls "$PIN_DIR/members/$cg")"
+	rrun rt zone verify v --format json
+	assert_success
+	check_passed "$stdout" "container vc: member"
+	rrun rt delete vd
+	assert_success
+}
+
 @test "reconcile: a kernel policy of no zone is removed, the live zone's stays" {
 	in_zone b v strict
 	run_ct vc b
