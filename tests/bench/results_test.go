@@ -1,0 +1,38 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// The scale target is the wall-time ratio of rauha's create at the highest
+// level to create at 1; its detail gives rauha's CPU-time ratio and the
+// baseline runc's ratios, measured at the same levels.
+func TestEvaluateScaleTarget(t *testing.T) {
+	r := &results{
+		Runtimes: []runtimeInfo{{Name: "rauha"}, {Name: "runc-1.1.5"}},
+		Scale: []row{
+			{Runtime: "rauha", Row: "create", Live: 1, MedianMs: 20, CPUMedianMs: 10},
+			{Runtime: "rauha", Row: "create", Live: 500, MedianMs: 30, CPUMedianMs: 11},
+			{Runtime: "runc-1.1.5", Row: "create", Live: 1, MedianMs: 20, CPUMedianMs: 10},
+			{Runtime: "runc-1.1.5", Row: "create", Live: 500, MedianMs: 25, CPUMedianMs: 12},
+			{Runtime: "rauha", Row: "list", Live: 500, MedianMs: 40},
+		},
+	}
+	r.evaluate()
+	var got *target
+	for i := range r.Targets {
+		if strings.HasPrefix(r.Targets[i].Name, "create at 500 live") {
+			got = &r.Targets[i]
+		}
+	}
+	if got == nil {
+		t.Fatalf("no scale target in %+v", r.Targets)
+	}
+	if got.Value != 1.5 || got.Met {
+		t.Errorf("value %v met %v, want 1.5 and not met", got.Value, got.Met)
+	}
+	if want := "CPU time 1.10x; runc-1.1.5: wall 1.25x, CPU time 1.20x"; got.Detail != want {
+		t.Errorf("detail %q, want %q", got.Detail, want)
+	}
+}
