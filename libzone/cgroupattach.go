@@ -26,8 +26,9 @@ import (
 // 1.5.0 pay it too (traced in their run). Exec writes cgroup.procs as well,
 // except on a pure v2 host, where libcontainer uses CLONE_INTO_CGROUP and
 // Exec does not prime.
-// Called in a goroutine at the start of launch, the grace period runs while
-// rauha stores the zone, opens the enforcer and forks the init.
+// Started in a goroutine once launch is past the refusals that need no more
+// than a stat, the grace period runs while rauha stores the zone, opens the
+// enforcer and forks the init.
 //
 // The price is the one every migration has: until about one grace period
 // after the lock was released, forks and exits on the host take the
