@@ -50,9 +50,9 @@ func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
 		if err != nil {
 			return err
 		}
-		names := map[uint32]string{}
-		for _, z := range zones {
-			names[z.ID] = z.Name
+		ids := zoneIDs{}
+		for i := range zones {
+			ids[zones[i].ID] = &zones[i]
 		}
 		cs, err := tx.Containers()
 		if err != nil {
@@ -65,7 +65,7 @@ func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
 		files := fileDenyPathsOf(tx, zones)
 		byZone := map[string][]zone.Event{}
 		for _, ev := range evs {
-			ze := ke.zoneEvent(ev, names, members, files)
+			ze := ke.zoneEvent(ev, ids, members, files)
 			byZone[ze.Zone] = append(byZone[ze.Zone], ze)
 		}
 		for name, batch := range byZone {
@@ -77,13 +77,33 @@ func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
 	})
 }
 
+// zoneIDs are the zones of a root by kernel id.
+type zoneIDs map[uint32]*zone.Zone
+
+// at is the zone that had id when an event happened at t, or nil. Ids come
+// back once a root has gone round all of them (zone.MaxZoneID), and events
+// wait in the kernel until a command drains them, so the zone holding an id
+// now owns its events only from its creation on. The second of slack is for
+// a small step of the wall clock, by which the kernel's events are dated.
+func (ids zoneIDs) at(id uint32, t time.Time) *zone.Zone {
+	z := ids[id]
+	if z == nil || t.Before(z.Created.Add(-time.Second)) {
+		return nil
+	}
+	return z
+}
+
 // files names the inodes of bpf-lsm file and exec denials by the policy path
 // that denied them (the kernel event carries only the inode).
-func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones map[uint32]string, members map[uint64]string, files map[uint32]fileDenyPaths) zone.Event {
-	name := zones[ev.Zone]
-	if name == "" {
-		// The zone was deleted since: keep the event under its id.
-		name = "zone-" + strconv.FormatUint(uint64(ev.Zone), 10)
+func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uint64]string, files map[uint32]fileDenyPaths) zone.Event {
+	z := zones.at(ev.Zone, ev.Time)
+	name := "zone-" + strconv.FormatUint(uint64(ev.Zone), 10)
+	if z != nil {
+		name = z.Name
+	} else {
+		// The zone was deleted since: keep the event under its id, and
+		// do not name its inodes by the deny lists of another zone.
+		files = nil
 	}
 	ze := zone.Event{
 		Time:      ev.Time,
@@ -99,8 +119,8 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones map[uint32]string, membe
 	if ev.Verdict == bpf.VerdictAudited {
 		ze.Decision = zone.DecisionAudit
 	}
-	if ev.TargetZone != 0 {
-		ze.TargetZone = zones[ev.TargetZone]
+	if tz := zones.at(ev.TargetZone, ev.Time); tz != nil {
+		ze.TargetZone = tz.Name
 	}
 	switch ev.Control {
 	case bpf.ControlEgress:

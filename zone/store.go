@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,9 +24,16 @@ import (
 // Version 2 added the zone_ids and zone_members indexes: before them,
 // allocating a zone id decoded every zone record and listing a zone's
 // members decoded every container record, so create, delete and zone list
-// slowed down with the number of containers. A version 1 database is
+// slowed down with the number of containers. Version 3 keeps every zone id
+// at or below MaxZoneID: earlier versions handed out ids above it once a
+// root had seen 1023 zones, which the kernel refused. An older database is
 // migrated by the first Update (prepare).
-const SchemaVersion = 2
+const SchemaVersion = 3
+
+// MaxZoneID is the highest zone id. The kernel's maps are arrays indexed by
+// it (bpf.MaxZones is MaxZoneID+1, a test in libzone checks it), zone 0
+// being the host, so at most MaxZoneID zones exist at once in a root.
+const MaxZoneID = 1023
 
 // DBName is the state database's file name under the runtime root.
 const DBName = "rauha.db"
@@ -65,9 +71,8 @@ var ErrLocked = errors.New("state database is locked")
 // Zone is a zone record.
 type Zone struct {
 	Name string `json:"name"`
-	// ID is the zone's number in kernel maps: > 0, unique, allocated by
-	// PutZone and never reused, so a stale kernel entry cannot be mistaken
-	// for a new zone.
+	// ID is the zone's number in kernel maps: 1..MaxZoneID, unique among
+	// the zones of a root, allocated by PutZone (see assignZoneID).
 	ID           uint32 `json:"id"`
 	Policy       Policy `json:"policy"`
 	PolicySource string `json:"policy_source"` // "preset:NAME" or "file:PATH", see LoadPolicy
@@ -260,7 +265,38 @@ func (s *Store) prepare(btx *bolt.Tx) error {
 	if err := buildIndexes(btx); err != nil {
 		return fmt.Errorf("migrate %s to schema version %d: %w", s.Path(), SchemaVersion, err)
 	}
+	if err := renumberZones(btx); err != nil {
+		return fmt.Errorf("migrate %s to schema version %d: %w", s.Path(), SchemaVersion, err)
+	}
 	return meta.Put([]byte(MetaSchemaVersion), []byte(strconv.Itoa(SchemaVersion)))
+}
+
+// renumberZones gives a zone whose id is above MaxZoneID a free one. Such a
+// zone was stored by a rauha before schema 3; the kernel refused its policy
+// and every container in it, so no kernel state uses the old id.
+func renumberZones(btx *bolt.Tx) error {
+	b, ids := btx.Bucket(bucketZones), btx.Bucket(bucketZoneIDs)
+	zones, err := list(b, "zone", func(z *Zone) bool { return z.ID > MaxZoneID })
+	if err != nil {
+		return err
+	}
+	tx := &Tx{tx: btx, writable: true}
+	for _, z := range zones {
+		if err := ids.Delete(zoneIDKey(z.ID)); err != nil {
+			return fmt.Errorf("zone %q: unindex kernel id %d: %w", z.Name, z.ID, err)
+		}
+		z.ID = 0
+		if err := tx.assignZoneID(b, &z); err != nil {
+			return fmt.Errorf("zone %q: %w", z.Name, err)
+		}
+		if err := ids.Put(zoneIDKey(z.ID), []byte(z.Name)); err != nil {
+			return fmt.Errorf("zone %q: index kernel id %d: %w", z.Name, z.ID, err)
+		}
+		if err := put(b, "zone", z.Name, &z); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildIndexes fills the index buckets from the records, for a database
@@ -375,8 +411,8 @@ func (tx *Tx) Zone(name string) (*Zone, error) {
 }
 
 // PutZone stores z, updating z in place with what the store decides:
-//   - a new zone gets the next unused kernel ID (if z.ID is 0), Generation 1
-//     and Created now (if zero);
+//   - a new zone gets the next free kernel ID (if z.ID is 0; see
+//     assignZoneID), Generation 1 and Created now (if zero);
 //   - an existing zone keeps its ID (a different non-zero z.ID is an error:
 //     kernel maps are keyed by it) and Created, and its Generation is bumped
 //     when the policy's digest changed.
@@ -420,27 +456,39 @@ func (tx *Tx) PutZone(z *Zone) error {
 	return put(b, "zone", z.Name, z)
 }
 
+// assignZoneID checks a zone's explicit id, or gives it the first free id
+// after the last one handed out, wrapping from MaxZoneID to 1: the kernel
+// holds no more, and a root sees far more zones over its life than that
+// (every container without a zone annotation has one). Going round means an
+// id comes back only after every other one was handed out since. That is
+// safe even then: deleting a zone removes its id's kernel policy, peers and
+// counters (bpf's DeletePolicy), reconcile removes what a crash left, a new
+// zone's policy replaces whatever is still there before it has a member,
+// and an event older than the zone that now has its id is not put under
+// that zone's name (libzone's Drain).
 func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
 	ids := tx.tx.Bucket(bucketZoneIDs)
 	if z.ID != 0 {
+		if z.ID > MaxZoneID {
+			return fmt.Errorf("zone %q: kernel id %d is above the highest, %d", z.Name, z.ID, MaxZoneID)
+		}
 		if owner := ids.Get(zoneIDKey(z.ID)); owner != nil {
 			return fmt.Errorf("zone %q: kernel id %d already belongs to zone %q", z.Name, z.ID, owner)
 		}
 		return nil
 	}
-	for {
+	for range MaxZoneID {
 		seq, err := b.NextSequence()
 		if err != nil {
 			return fmt.Errorf("allocate zone id: %w", err)
 		}
-		if seq > math.MaxUint32 {
-			return fmt.Errorf("allocate zone id: all %d kernel zone ids have been used; reset the runtime root", uint64(math.MaxUint32))
-		}
-		if ids.Get(zoneIDKey(uint32(seq))) == nil {
-			z.ID = uint32(seq)
+		id := uint32((seq-1)%MaxZoneID) + 1
+		if ids.Get(zoneIDKey(id)) == nil {
+			z.ID = id
 			return nil
 		}
 	}
+	return fmt.Errorf("allocate zone id: all %d zone ids are taken by zones of this root; delete the zones that are no longer needed ('rauha zone list')", MaxZoneID)
 }
 
 // DeleteZone removes a zone that has no member containers.

@@ -696,3 +696,132 @@ func TestStoreConcurrentProcesses(t *testing.T) {
 	}
 	checkRecords(t, OpenStore(root), prefixes, n)
 }
+
+// Zone ids stay within the kernel's maps however many zones a root has seen:
+// a new zone takes the next free id after the last one handed out, wrapping
+// from MaxZoneID to 1 and skipping ids that live zones hold; with every id
+// taken, PutZone says so, and an explicit id above MaxZoneID is refused.
+func TestStoreZoneIDsWrap(t *testing.T) {
+	s := OpenStore(t.TempDir())
+	err := s.Update(func(tx *Tx) error {
+		keep := &Zone{Name: "keep", Policy: *mustPreset("strict")}
+		if err := tx.PutZone(keep); err != nil {
+			return err
+		}
+		last, wrapped := keep.ID, false
+		for i := range 3 * MaxZoneID {
+			z := &Zone{Name: fmt.Sprintf("z%d", i), Policy: *mustPreset("standard")}
+			if err := tx.PutZone(z); err != nil {
+				return fmt.Errorf("zone %d of a churning root: %w", i, err)
+			}
+			want := last%MaxZoneID + 1
+			if want == keep.ID {
+				want = want%MaxZoneID + 1
+			}
+			if z.ID != want {
+				return fmt.Errorf("zone %d got id %d after %d, want %d (the next free one)", i, z.ID, last, want)
+			}
+			wrapped = wrapped || z.ID < last
+			last = z.ID
+			if err := tx.DeleteZone(z.Name); err != nil {
+				return err
+			}
+		}
+		if !wrapped {
+			return errors.New("the ids never wrapped")
+		}
+		for i := range MaxZoneID - 1 {
+			if err := tx.PutZone(&Zone{Name: fmt.Sprintf("full%d", i), Policy: *mustPreset("standard")}); err != nil {
+				return fmt.Errorf("zone %d of %d: %w", i+2, MaxZoneID, err)
+			}
+		}
+		err := tx.PutZone(&Zone{Name: "one-too-many", Policy: *mustPreset("standard")})
+		want := fmt.Sprintf(`allocate zone id: all %d zone ids are taken by zones of this root; delete the zones that are no longer needed ('rauha zone list')`, MaxZoneID)
+		if err == nil || err.Error() != want {
+			return fmt.Errorf("PutZone with every id taken: %v, want %q", err, want)
+		}
+		freed, err := tx.Zone("full500")
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteZone("full500"); err != nil {
+			return err
+		}
+		late := &Zone{Name: "late", Policy: *mustPreset("standard")}
+		if err := tx.PutZone(late); err != nil {
+			return err
+		}
+		if late.ID != freed.ID {
+			return fmt.Errorf("the only free id is %d, the new zone got %d", freed.ID, late.ID)
+		}
+		high := &Zone{Name: "high", ID: MaxZoneID + 1, Policy: *mustPreset("standard")}
+		if err := tx.PutZone(high); err == nil || !strings.Contains(err.Error(), "kernel id 1024 is above the highest, 1023") {
+			return fmt.Errorf("PutZone with id %d: %v", high.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A schema 2 database from a root that had seen more than MaxZoneID zones
+// holds zones with ids the kernel refused; the first Update gives them free
+// ids in range and keeps the others.
+func TestStoreMigratesIDsAboveMax(t *testing.T) {
+	root := t.TempDir()
+	s := OpenStore(root)
+	if err := s.Update(func(tx *Tx) error {
+		return tx.PutZone(&Zone{Name: "low", ID: 7, Policy: *mustPreset("standard")})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(root, DBName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		zones := tx.Bucket(bucketZones)
+		if err := zones.SetSequence(1600); err != nil {
+			return err
+		}
+		high := Zone{Name: "high", ID: 1522, Policy: *mustPreset("strict")}
+		if err := put(zones, "zone", high.Name, &high); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketZoneIDs).Put(zoneIDKey(high.ID), []byte(high.Name)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put([]byte(MetaSchemaVersion), []byte("2"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx *Tx) error {
+		if v, _ := tx.Meta(MetaSchemaVersion); v != strconv.Itoa(SchemaVersion) {
+			return fmt.Errorf("schema version after Update = %q", v)
+		}
+		low, err := tx.Zone("low")
+		if err != nil {
+			return err
+		}
+		high, err := tx.Zone("high")
+		if err != nil {
+			return err
+		}
+		if low.ID != 7 || high.ID < 1 || high.ID > MaxZoneID || high.ID == 7 {
+			return fmt.Errorf("ids after migration: low %d, high %d; want 7 and a free id in 1..%d", low.ID, high.ID, MaxZoneID)
+		}
+		if owner := tx.bucket(bucketZoneIDs).Get(zoneIDKey(1522)); owner != nil {
+			return fmt.Errorf("id 1522 is still indexed, to %q", owner)
+		}
+		if owner := tx.bucket(bucketZoneIDs).Get(zoneIDKey(high.ID)); string(owner) != "high" {
+			return fmt.Errorf("id %d is indexed to %q, want high", high.ID, owner)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -292,3 +292,33 @@ check_failed() {
 	check_passed "$stdout" "container vc: member"
 	[[ $vid != 519 ]] || fail "the live zone has id 519"
 }
+
+@test "zone ids: a root that has seen more zones than the kernel's maps hold (1023) still creates and enforces them" {
+	# Every container without a zone annotation has a zone of its own, so a
+	# busy root goes through more zones than that within hours.
+	local i first id
+	for ((i = 0; i < 1030; i++)); do
+		rt zone create "churn$i" >/dev/null || fail "zone create churn$i failed"
+		[[ $i -gt 0 ]] || first=$(zone_json churn0 | jq .id)
+		rt zone delete "churn$i" || fail "zone delete churn$i failed"
+	done
+	make_bundle b
+	echo secret >"$(bundle_dir b)/rootfs/etc/shadow"
+	in_zone b late "$(policy late <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	run_ct late-ct b
+	id=$(zone_json late | jq .id)
+	# The ids went round once: the next one after churn1029's.
+	assert_eq "$id" "$(((first - 1 + 1030) % 1023 + 1))"
+	rexec late-ct cat /etc/shadow
+	assert_failure 1
+	wait_event late '.control == "file" and .container == "late-ct"' >/dev/null
+	rrun rt zone verify late
+	assert_success
+	rrun rt delete --force late-ct
+	assert_success
+	assert_nothing_left late-ct b
+}
