@@ -212,9 +212,9 @@ func (r *results) evaluate() {
 		cN, ok2 := r.find(r.Scale, "rauha", "create", lv)
 		if ok1 && ok2 {
 			// The levels run minutes apart, not interleaved, so the wall
-			// ratio follows the host (the kernel's cgroup-migration wait
-			// above all); CPU time and the baseline's own ratio show how
-			// much of it is the runtime's.
+			// ratio follows the host (every create waits for the kernel's
+			// cgroup-migration lock, idleBeforeCreate); CPU time and the
+			// baseline's own ratio show how much of it is the runtime's.
 			detail := fmt.Sprintf("CPU time %.2fx", cN.CPUMedianMs/c1.CPUMedianMs)
 			b1, okb1 := r.find(r.Scale, base, "create", 1)
 			bN, okbN := r.find(r.Scale, base, "create", lv)
@@ -337,7 +337,7 @@ func (r *results) print(w io.Writer) {
 		}
 	}
 	if len(r.Scale) > 0 {
-		fmt.Fprintf(w, "\n## Scale (ms, median / p90, with N sleeping containers alive; one runtime at a time, not interleaved)\n\n")
+		fmt.Fprintf(w, "\n## Scale (ms, median / p90, with N sleeping containers alive; one runtime at a time, not interleaved; each create after %s without a cgroup move, so that it waits for the kernel's cgroup-migration lock at every level)\n\n", idleBeforeCreate)
 		fmt.Fprintln(w, "| runtime | live | create | state | list | delete --force |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|")
 		for _, x := range r.Scale {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // scaleTest keeps N sleeping containers alive (N from -scale, ascending)
@@ -49,6 +50,18 @@ func (b *bench) scaleTest(ctx context.Context, res *results) error {
 }
 
 func scaleID(k int) string { return fmt.Sprintf("bench-live-%d", k) }
+
+// idleBeforeCreate is how long the host's cgroups stay still before each
+// timed create of the scale test. A create's first move of a task between
+// cgroups waits for an RCU grace period of the kernel's cgroup migration
+// lock unless a move happened within about the last grace period (0-20 ms
+// here; see the README). Without the pause a create started cold or warm
+// depending on how long the commands before it took: `list` at 500 live
+// containers takes 28 ms and at 1 live 2 ms, so the lock had gone cold only
+// at 500: rauha's create at 500 came out at 1.45x its create at 1, while
+// creates 100 ms apart took 29.2-30.9 ms at 500 against 26.8 ms at 1
+// (1.09-1.16x; 2026-12-05, perf stat, 30 each).
+const idleBeforeCreate = 100 * time.Millisecond
 
 // populate brings r from `from` to `to` running sleep containers, two
 // at a time (the machine has two CPUs).
@@ -121,6 +134,11 @@ func (b *bench) scaleSamples(ctx context.Context, r *runtime, s *samples) error 
 			rec = newSamples() // warm-up
 		}
 		b.track(r, id, true)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(idleBeforeCreate):
+		}
 		for _, st := range []struct {
 			row  string
 			args []string
