@@ -626,3 +626,37 @@ func TestPolicyZones(t *testing.T) {
 		t.Fatalf("after deleting zone 5: %v, %v", ids, err)
 	}
 }
+
+// A zone id that comes back must not bring the grants other zones gave its
+// previous owner: a deleted zone's removal cut short before DeletePolicy
+// leaves them. WithdrawGrants removes exactly those, not the others' own
+// entries or grants to other zones.
+func TestWithdrawGrants(t *testing.T) {
+	requireRoot(t)
+	k, _ := testKernel(t, false)
+	// Zone 6 lets zones 5 and 7 signal it; zone 8 lets zone 5 signal it.
+	six := ZonePolicy{DenyCrossZoneSignal: true, SignalFrom: []uint32{5, 7}}
+	eight := ZonePolicy{DenyCrossZoneSignal: true, SignalFrom: []uint32{5}}
+	five := ZonePolicy{DenyCrossZoneSignal: true, SignalFrom: []uint32{7}}
+	for id, p := range map[uint32]ZonePolicy{6: six, 8: eight, 5: five} {
+		if err := k.SetPolicy(id, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Zone 5 is "deleted" without DeletePolicy: its id comes back.
+	if err := k.WithdrawGrants(5); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[uint32][]uint32{6: {7}, 8: nil, 5: {7}} {
+		got, err := k.PolicyOf(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.SignalFrom, want) {
+			t.Errorf("zone %d lets %v signal it after WithdrawGrants(5), want %v", id, got.SignalFrom, want)
+		}
+	}
+	if err := k.WithdrawGrants(MaxZones); err == nil {
+		t.Error("WithdrawGrants accepted an id out of range")
+	}
+}

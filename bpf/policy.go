@@ -487,6 +487,38 @@ func (k *Kernel) DeletePolicy(zone uint32) error {
 	return nil
 }
 
+// WithdrawGrants deletes the entries of other zones' policies that let
+// zone's tasks signal or ptrace theirs. A zone that has just been created
+// has none: when the others' policies were pushed, no zone had its id. But
+// ids come back once a root has gone round all of them, and a deleted
+// zone whose removal was cut short before DeletePolicy (a killed delete
+// that reconcile has not repaired) leaves such entries behind. SetPolicy
+// replaces a zone's own entries, not these, so without this the new zone
+// would inherit what the others had granted the old one.
+func (k *Kernel) WithdrawGrants(zone uint32) error {
+	if err := checkZone(zone); err != nil {
+		return err
+	}
+	unlock, err := lockPinDir(k.pinDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var stale []rauhaPeerKey
+	err = eachHashEntry(k.maps.ZonePeers, func(kp *rauhaPeerKey, _ *uint32) {
+		if kp.Actor == zone {
+			stale = append(stale, *kp)
+		}
+	})
+	for _, key := range stale {
+		err = errors.Join(err, deleteIfPresent(k.maps.ZonePeers, key))
+	}
+	if err != nil {
+		return fmt.Errorf("withdraw what other zones grant zone %d: %w", zone, err)
+	}
+	return nil
+}
+
 func setOrDelete(m *ebpf.Map, key any, bits uint32) error {
 	if bits == 0 {
 		return deleteIfPresent(m, key)

@@ -142,6 +142,13 @@ func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []str
 // connect or send, and on bpf-lsm on their next open or exec for the deny
 // lists (filedeny.go); Landlock domains of running processes cannot change,
 // so the other filesystem and exec rule changes reach new processes only.
+func (ke *kernelEnforcer) Claim(z *zone.Zone) error {
+	if err := ke.k.WithdrawGrants(z.ID); err != nil {
+		return fmt.Errorf("zone %s: %w", z.Name, err)
+	}
+	return nil
+}
+
 func (ke *kernelEnforcer) Apply(z *zone.Zone) error {
 	p, err := ke.kernelPolicy(&z.Policy)
 	if err != nil {

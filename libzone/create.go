@@ -132,6 +132,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 
 	// 3. The policy is in the kernel before the zone has this member.
+	if adm.newZone {
+		if err := enf.Claim(z); err != nil {
+			return -1, err
+		}
+	}
 	if err := enf.PrepareConfig(z, config); err != nil {
 		return -1, err
 	}

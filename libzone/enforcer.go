@@ -19,6 +19,12 @@ type Enforcer interface {
 	// cfg, when not nil, is a new member's configuration: what it shares
 	// with the host (a pid namespace) counts too.
 	Unavailable(p *zone.Policy, cfg *configs.Config) []string
+	// Claim readies the kernel for a zone that has just been stored, before
+	// its first Apply: its id may have belonged to a deleted zone whose
+	// kernel state was not all removed (zone.MaxZoneID: ids come back), and
+	// what other zones granted that one must not pass to this one. It only
+	// ever withdraws permissions.
+	Claim(z *zone.Zone) error
 	// Apply pushes a zone's policy into the kernel. It is called before the
 	// zone has members, and on every policy change.
 	Apply(z *zone.Zone) error

@@ -117,6 +117,9 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if err != nil {
 		return nil, fmt.Errorf("create zone %s: %w", name, err)
 	}
+	if err := enf.Claim(z); err != nil {
+		return nil, err
+	}
 	if _, err := e.applyStored(enf, name); err != nil {
 		return nil, err
 	}
