@@ -355,15 +355,12 @@ func restrictive(a, b *rauhaPolicy) rauhaPolicy {
 // Steps 5–8 only remove restrictions p does not have, so a failure there
 // leaves the kernel stricter than p, never looser.
 func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
-	if err := checkZone(zone); err != nil {
-		return err
-	}
 	if err := p.validate(zone); err != nil {
 		return err
 	}
 	want := p.Normalize().state(zone)
 
-	unlock, err := lockPinDir(k.pinDir)
+	unlock, err := k.lockZone(zone)
 	if err != nil {
 		return err
 	}
@@ -442,10 +439,7 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 // (so a later zone reusing the id inherits no permission) and its counters.
 // The zone must have no members left: RemoveMember them first.
 func (k *Kernel) DeletePolicy(zone uint32) error {
-	if err := checkZone(zone); err != nil {
-		return err
-	}
-	unlock, err := lockPinDir(k.pinDir)
+	unlock, err := k.lockZone(zone)
 	if err != nil {
 		return err
 	}
@@ -496,10 +490,7 @@ func (k *Kernel) DeletePolicy(zone uint32) error {
 // replaces a zone's own entries, not these, so without this the new zone
 // would inherit what the others had granted the old one.
 func (k *Kernel) WithdrawGrants(zone uint32) error {
-	if err := checkZone(zone); err != nil {
-		return err
-	}
-	unlock, err := lockPinDir(k.pinDir)
+	unlock, err := k.lockZone(zone)
 	if err != nil {
 		return err
 	}
@@ -517,6 +508,15 @@ func (k *Kernel) WithdrawGrants(zone uint32) error {
 		return fmt.Errorf("withdraw what other zones grant zone %d: %w", zone, err)
 	}
 	return nil
+}
+
+// lockZone checks a zone id and takes the pin directory's lock, under which
+// every change of the policy maps runs.
+func (k *Kernel) lockZone(zone uint32) (func(), error) {
+	if err := checkZone(zone); err != nil {
+		return nil, err
+	}
+	return lockPinDir(k.pinDir)
 }
 
 func setOrDelete(m *ebpf.Map, key any, bits uint32) error {
