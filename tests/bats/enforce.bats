@@ -13,13 +13,8 @@ ev_is() {
 }
 
 @test "filesystem deny: the denied file is EACCES with an event, its sibling and another zone read it" {
-	echo secret >"$(bundle_dir b)/rootfs/etc/shadow"
+	shadow_denied b locked
 	echo public >"$(bundle_dir b)/rootfs/etc/motd"
-	in_zone b locked "$(policy deny <<-'EOF'
-		[filesystem]
-		deny = ["/etc/shadow"]
-	EOF
-	)"
 	run_ct fs-locked b
 
 	rexec fs-locked cat /etc/shadow
@@ -339,13 +334,8 @@ ev_is() {
 }
 
 @test "exec'd processes are enforced exactly like the init" {
-	echo secret >"$(bundle_dir b)/rootfs/etc/shadow"
+	shadow_denied b same
 	set_args b sh -c 'cat /etc/shadow; echo "init rc=$?"; exec sleep 3600'
-	in_zone b same "$(policy same <<-'EOF'
-		[filesystem]
-		deny = ["/etc/shadow"]
-	EOF
-	)"
 	run_ct same b
 	wait_file "$BATS_TEST_TMPDIR/same.out"
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/same.out")" "init rc=1"

@@ -198,12 +198,7 @@ check_failed() {
 @test "events: kept per zone under <root>/events without a follower, and outlive the container" {
 	for z in ea eb; do
 		make_bundle "$z"
-		echo secret >"$(bundle_dir "$z")/rootfs/etc/shadow"
-		in_zone "$z" "$z" "$(policy "$z" <<-'EOF'
-			[filesystem]
-			deny = ["/etc/shadow"]
-		EOF
-		)"
+		shadow_denied "$z" "$z"
 		run_ct "c$z" "$z"
 		rexec "c$z" cat /etc/shadow
 		assert_failure 1
@@ -225,12 +220,7 @@ check_failed() {
 }
 
 @test "events --follow: a running follower receives a new event" {
-	echo secret >"$(bundle_dir b)/rootfs/etc/shadow"
-	in_zone b followed "$(policy followed <<-'EOF'
-		[filesystem]
-		deny = ["/etc/shadow"]
-	EOF
-	)"
+	shadow_denied b followed
 	run_ct fol b
 	# Started directly (not under timeout, whose child would outlive a kill of
 	# it) and without bats' fd 3; stopped by pid here, or by teardown.
@@ -314,12 +304,7 @@ check_failed() {
 	rrun rt zone verify keeper
 	assert_failure
 	make_bundle b
-	echo secret >"$(bundle_dir b)/rootfs/etc/shadow"
-	in_zone b late "$(policy late <<-'EOF'
-		[filesystem]
-		deny = ["/etc/shadow"]
-	EOF
-	)"
+	shadow_denied b late
 	run_ct late-ct b
 	assert_eq "$(zone_json late | jq .id)" "$id"
 	bpftool map lookup pinned "$PIN_DIR/zone_peers" key hex $(le "$id") $(le "$keeper") >/dev/null 2>&1 &&

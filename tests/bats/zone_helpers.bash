@@ -74,6 +74,17 @@ in_zone() {
 	fi
 }
 
+# shadow_denied BUNDLE ZONE: the bundle's /etc/shadow holds a secret, and its
+# container joins ZONE, created with a policy that denies opening that file.
+shadow_denied() {
+	echo secret >"$(bundle_dir "$1")/rootfs/etc/shadow"
+	in_zone "$1" "$2" "$(policy "$2" <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+}
+
 # host_net BUNDLE / host_pid BUNDLE: share the host's network / pid namespace.
 host_net() { cfg "$1" '.linux.namespaces |= map(select(.type != "network"))'; }
 host_pid() { cfg "$1" '.linux.namespaces |= map(select(.type != "pid"))'; }
