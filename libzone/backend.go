@@ -138,10 +138,8 @@ func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []str
 	return out
 }
 
-// Apply pushes the policy to the maps. Running members see it on their next
-// connect or send, and on bpf-lsm on their next open or exec for the deny
-// lists (filedeny.go); Landlock domains of running processes cannot change,
-// so the other filesystem and exec rule changes reach new processes only.
+// Claim withdraws the signal and ptrace grants other zones' entries still
+// give the new zone's id (see Enforcer.Claim).
 func (ke *kernelEnforcer) Claim(z *zone.Zone) error {
 	if err := ke.k.WithdrawGrants(z.ID); err != nil {
 		return fmt.Errorf("zone %s: %w", z.Name, err)
@@ -149,6 +147,10 @@ func (ke *kernelEnforcer) Claim(z *zone.Zone) error {
 	return nil
 }
 
+// Apply pushes the policy to the maps. Running members see it on their next
+// connect or send, and on bpf-lsm on their next open or exec for the deny
+// lists (filedeny.go); Landlock domains of running processes cannot change,
+// so the other filesystem and exec rule changes reach new processes only.
 func (ke *kernelEnforcer) Apply(z *zone.Zone) error {
 	p, err := ke.kernelPolicy(&z.Policy)
 	if err != nil {

@@ -463,9 +463,10 @@ func (tx *Tx) PutZone(z *Zone) error {
 // id comes back only after every other one was handed out since. That is
 // safe even then: deleting a zone removes its id's kernel policy, peers and
 // counters (bpf's DeletePolicy), reconcile removes what a crash left, a new
-// zone's policy replaces whatever is still there before it has a member,
-// and an event older than the zone that now has its id is not put under
-// that zone's name (libzone's Drain).
+// zone withdraws what other zones still grant its id (libzone's
+// Enforcer.Claim) and its first push replaces its own entries before it
+// has a member, and an event older than the zone that now has its id is
+// not put under that zone's name (libzone's Drain).
 func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
 	ids := tx.tx.Bucket(bucketZoneIDs)
 	if z.ID != 0 {
