@@ -2,7 +2,8 @@
 # vmtest.sh - run the bpf package's tests, including the BPF-LSM ones that
 # this project's VM and CI kernel refuse (EPERM), and the rauha binary's
 # zone enforcement matrix (tests/vm/matrix.sh) inside throw-away QEMU guests
-# booted from Debian kernels (../shared/vm-lane/run-in-vm.sh).
+# booted from Debian kernels (tests/vm/run-in-vm.sh, the project's VM lane;
+# it needs apt, qemu-system-x86, cpio, busybox-static and bash-static).
 #
 #   bpf/vmtest.sh [KERNEL...]      KERNEL: 6.1 (default suite), 6.12, sid, nobpf
 #
@@ -22,8 +23,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-lane=${VM_LANE:-$(cd "$here/../.." && pwd)/shared/vm-lane/run-in-vm.sh}
-[ -x "$lane" ] || { echo "vmtest: VM lane not found at $lane (set VM_LANE)" >&2; exit 2; }
+lane=$here/../tests/vm/run-in-vm.sh
 
 payload=$(mktemp -d /tmp/rauha-bpf-vmtest.XXXXXX)
 trap 'rm -rf "$payload"' EXIT
@@ -61,7 +61,7 @@ for k in "${kernels[@]}"; do
 			cmd="$cmd; FILEDENY_OVERLAY=$([ "$v" = overlay ] && echo 1 || echo 0) RUNTIME=$bins bash /payload/bin/filedeny.sh || s=1"
 		done
 	fi
-	if env "${env[@]}" VM_BINS="$bins" VM_TIMEOUT="${VM_TIMEOUT:-900}" "$lane" "$payload" "$cmd; exit \$s"; then
+	if env "${env[@]}" VM_BINS="$bins" VM_TIMEOUT="${VM_TIMEOUT:-900}" bash "$lane" "$payload" "$cmd; exit \$s"; then
 		echo "=== vmtest: kernel $k PASS"
 	else
 		echo "=== vmtest: kernel $k FAIL ($?)"
