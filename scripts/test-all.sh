@@ -170,7 +170,7 @@ run_fuzz() {
 # of every kernel.
 run_vm() {
 	local log=$LOGDIR/vm.log rc=0
-	limited 1200 bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 </dev/null || rc=$?
+	limited 2400 bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 </dev/null || rc=$?
 	grep -E '^=== vmtest|^(FAIL|PASS)|--- FAIL|vmtest:|^not ok [0-9]+ |^ok [0-9]+ .*# SKIP|^# rauha matrix|^FILEDENY:|^  FAIL  ' "$log" | head -100
 	local p f s
 	# Go tests (--- PASS), matrix.sh (TAP ok / not ok), filedeny.sh (ok / FAIL).
