@@ -60,6 +60,9 @@ die() {
 	say "$*"
 	exit 125
 }
+# Any other failure is the lane's too: 125, never a status the guest
+# command could have returned.
+trap 'die "unexpected failure at line $LINENO"' ERR
 
 if [ $# -lt 2 ]; then
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2
@@ -97,7 +100,8 @@ ensure_tools() {
 
 # apt_opts: the options every apt call for the kernel takes. With
 # VM_APT_SUITE the sources list, lists and archive cache are private to the
-# cache dir (the host's mirror, another suite) and refreshed once a day.
+# cache dir (the host's mirror, another suite), refreshed once a day (apt
+# dates the lists by the archive's Last-Modified, hence the stamp file).
 apt_opts=(-o APT::Sandbox::User=root)
 setup_apt() {
 	local suite=${VM_APT_SUITE:-}
@@ -113,9 +117,10 @@ setup_apt() {
 		[ -n "$mirror" ] || die "VM_APT_SUITE=$suite: the host's apt sources name no Debian mirror"
 		echo "deb $mirror $suite main" >"$d/sources.list"
 	fi
-	if [ -z "$(find "$d/lists" -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null)" ]; then
+	if [ -z "$(find "$d/updated" -mtime -1 2>/dev/null)" ]; then
 		say "apt-get update for $suite (private lists in $d)"
 		apt-get "${apt_opts[@]}" update >&2 || die "apt-get update for $suite failed"
+		touch "$d/updated"
 	fi
 }
 
@@ -300,11 +305,12 @@ boot() {
 
 ensure_tools
 mkdir -p "$cache"
-setup_apt
-kernel_pkg=$(resolve_kernel)
-# One fetch at a time per cache; others wait for it and reuse the result.
+# One apt update and fetch at a time per cache; others wait for it and
+# reuse the result.
 exec 9>"$cache/.lock"
 flock 9
+setup_apt
+kernel_pkg=$(resolve_kernel)
 fetch_kernel "$kernel_pkg"
 exec 9>&-
 find_kernel "$cache/kernels/$kernel_pkg"
