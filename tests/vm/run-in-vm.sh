@@ -39,8 +39,8 @@
 #   VM_CACHE       downloaded and unpacked kernels (/var/cache/rauha-vm as
 #                  root, else ~/.cache/rauha-vm)
 #   VM_MEM, VM_SMP guest MiB and CPUs (1024, 2)
-#   VM_ACCEL       qemu -accel (kvm when /dev/kvm works, else
-#                  tcg,thread=single)
+#   VM_ACCEL       qemu -accel; default kvm when a probe boot of the same
+#                  guest with it reaches the command, else tcg,thread=single
 #   VM_BOOT_RETRIES  boots to retry when the guest died before the command
 #                  started (1)
 #   VM_KEEP=1      keep the work dir (initramfs, serial log) and say where
@@ -227,7 +227,7 @@ add_module() {
 # build_initramfs: busybox + bash + VM_BINS + modules + payload + the
 # command, as a newc cpio in $work/initrd.
 build_initramfs() {
-	local a b lib m
+	local b lib m
 	root=$work/root
 	# merged /usr: every program in usr/bin, the other bin dirs link there
 	mkdir -p "$root"/usr/bin "$root"/usr/lib "$root"/usr/lib64
@@ -238,9 +238,8 @@ build_initramfs() {
 	ln -s usr/lib64 "$root/lib64"
 	mkdir -p "$root"/etc/rauha-vm "$root"/lib/modules "$root"/{dev,proc,sys,tmp,run,root,payload,newroot}
 	cp /bin/busybox "$root/usr/bin/busybox"
-	for a in $(/bin/busybox --list); do
-		[ "$a" = busybox ] || ln -s busybox "$root/usr/bin/$a"
-	done
+	# links to the host's busybox path, which leads to usr/bin in the guest
+	/bin/busybox --install -s "$root/usr/bin"
 	rm -f "$root/usr/bin/bash"
 	cp /bin/bash-static "$root/usr/bin/bash"
 	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >"$root/etc/passwd"
@@ -273,15 +272,31 @@ build_initramfs() {
 		die "cpio failed"
 }
 
-# pick_accel: kvm only where it really starts a machine (a /dev/kvm that
-# exists may still be unusable, e.g. nested virtualisation off).
+# run_qemu ACCEL SECONDS LOG [KERNEL-ARG...]: boot the guest once, the raw
+# serial console to stdout and LOG; the status is qemu's (124 or 137 when
+# timeout killed it).
+run_qemu() {
+	local accel=$1 secs=$2 log=$3
+	shift 3
+	timeout -k 5 "$secs" qemu-system-x86_64 -accel "$accel" -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" \
+		-nodefaults -no-user-config -display none -monitor none -no-reboot -serial stdio \
+		-kernel "$vmlinuz" -initrd "$work/initrd" \
+		-append "console=ttyS0 panic=-1 rdinit=/init quiet lsm=${VM_LSM:-landlock,lockdown,yama,bpf} ${VM_APPEND:-} $*" \
+		</dev/null 2>&1 | tee "$log"
+}
+
+# pick_accel: kvm only where it boots this very guest to the command (a
+# /dev/kvm that opens may still fail a guest, e.g. nested virtualisation
+# that dumps the registers and stops): the probe boot runs the guest init
+# up to the point the command would start.
 pick_accel() {
 	if [ -n "${VM_ACCEL:-}" ]; then
 		echo "$VM_ACCEL"
-	elif [ -w /dev/kvm ] && echo quit | timeout 20 qemu-system-x86_64 -accel kvm -machine none \
-		-nodefaults -display none -monitor stdio >/dev/null 2>&1; then
+	elif [ -w /dev/kvm ] && run_qemu kvm 60 "$work/probe.log" rauha_vm.probe >/dev/null &&
+		grep -aq "^$SENTINEL=0" "$work/probe.log"; then
 		echo kvm
 	else
+		[ -w /dev/kvm ] && [ -z "${VM_ACCEL:-}" ] && say "kvm did not boot the guest; emulating (TCG)"
 		# Single-threaded TCG: no slower on a small host, and it avoids the
 		# cross-modifying-code races multi-threaded TCG has shown while a
 		# kernel patches its own text at boot.
@@ -289,15 +304,11 @@ pick_accel() {
 	fi
 }
 
-# boot: one qemu run; sets qemu_rc (qemu's or timeout's status) and
-# guest_rc (the command's status from the sentinel, empty without one).
+# boot: one run of the command; sets qemu_rc and guest_rc (the command's
+# status from the sentinel, empty without one).
 boot() {
-	local append="console=ttyS0 panic=-1 rdinit=/init quiet lsm=${VM_LSM:-landlock,lockdown,yama,bpf} ${VM_APPEND:-}"
 	set +e
-	timeout -k 5 "$timeout_s" qemu-system-x86_64 -accel "$accel" -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" \
-		-nodefaults -no-user-config -display none -monitor none -no-reboot -serial stdio \
-		-kernel "$vmlinuz" -initrd "$work/initrd" -append "$append" </dev/null 2>&1 |
-		tee "$work/serial.log" | sed -u -e 's/\r//g' -e "/^$SENTINEL=/d"
+	run_qemu "$accel" "$timeout_s" "$work/serial.log" | sed -u -e 's/\r//g' -e "/^$SENTINEL=/d"
 	qemu_rc=${PIPESTATUS[0]}
 	set -e
 	guest_rc=$(tr -d '\r' <"$work/serial.log" | sed -n "s/.*$SENTINEL=\([0-9][0-9]*\).*/\1/p" | tail -n1)
