@@ -11,6 +11,12 @@ export HOME=/root TERM=dumb
 
 if [ "${1:-}" != stage2 ]; then
 	mount -t tmpfs -o mode=0755 tmpfs /newroot
+	# /tmp and /run are tmpfs mounts of their own from the start, filled
+	# with what the initramfs has there (VM_BINS may live under /tmp): a
+	# mount over them later would hide it. They move with /newroot.
+	mkdir /newroot/tmp /newroot/run
+	mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
+	mount -t tmpfs -o mode=0755 tmpfs /newroot/run
 	for e in /*; do
 		[ "$e" = /newroot ] || cp -a "$e" /newroot/
 	done
@@ -30,8 +36,6 @@ ln -sf /proc/self/fd /dev/fd
 ln -sf /proc/self/fd/0 /dev/stdin
 ln -sf /proc/self/fd/1 /dev/stdout
 ln -sf /proc/self/fd/2 /dev/stderr
-mount -t tmpfs -o mode=1777 tmpfs /tmp
-mount -t tmpfs -o mode=0755 tmpfs /run
 # cgroup v2 only, as on a systemd host; nsdelegate as systemd mounts it.
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
 mount -t bpf -o mode=0700 bpf /sys/fs/bpf

@@ -237,6 +237,7 @@ build_initramfs() {
 	ln -s usr/lib "$root/lib"
 	ln -s usr/lib64 "$root/lib64"
 	mkdir -p "$root"/etc/rauha-vm "$root"/lib/modules "$root"/{dev,proc,sys,tmp,run,root,payload,newroot}
+	chmod 1777 "$root/tmp"
 	cp /bin/busybox "$root/usr/bin/busybox"
 	# links to the host's busybox path, which leads to usr/bin in the guest
 	/bin/busybox --install -s "$root/usr/bin"
