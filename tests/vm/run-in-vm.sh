@@ -147,27 +147,27 @@ resolve_kernel() {
 
 # fetch_kernel PKG: unpack PKG into $cache/kernels/PKG once. Newer kernels
 # (7.x) ship the image, the modules and the vmlinuz in separate packages the
-# image package depends on, all named with its version: those come too.
+# image package depends on, all named with its version: those come too. The
+# .debs go once unpacked.
 fetch_kernel() {
-	local pkg=$1 dir=$cache/kernels/$1 ver=${1#linux-image-} debs p deb
+	local pkg=$1 dir=$cache/kernels/$1 ver=${1#linux-image-} p deb
 	ver=${ver%-unsigned}
 	[ -e "$dir/.complete" ] && return 0
 	say "fetching $pkg"
 	local pkgs=("$pkg")
 	for p in $(apt-cache "${apt_opts[@]}" show --no-all-versions "$pkg" 2>/dev/null |
-		sed -n 's/^Depends: //p' | head -n1 | tr ',|' '\n\n' | awk '{print $1}'); do
-		[[ $p == linux-*-"$ver" && $p != "$pkg" ]] && pkgs+=("$p")
+		sed -n 's/^Depends: //p' | tr ',|' '\n\n' | awk '{print $1}'); do
+		if [[ $p == linux-*-"$ver" && $p != "$pkg" ]]; then pkgs+=("$p"); fi
 	done
-	debs=$cache/debs
-	mkdir -p "$debs"
+	local debs=$cache/download
+	rm -rf "$debs" "$dir"
+	mkdir -p "$debs" "$dir"
 	(cd "$debs" && apt-get "${apt_opts[@]}" download "${pkgs[@]}" >&2) ||
 		die "apt-get download ${pkgs[*]} failed (apt-get update may help)"
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	for p in "${pkgs[@]}"; do
-		deb=$(ls -t "$debs/${p}_"*.deb | head -n1)
+	for deb in "$debs"/*.deb; do
 		dpkg -x "$deb" "$dir"
 	done
+	rm -rf "$debs"
 	touch "$dir/.complete"
 }
 
