@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The bpf-lsm backend. Every hook: an earlier program's non-zero verdict
  * wins, then tasks outside every zone are allowed before anything else.

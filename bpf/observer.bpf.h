@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Deny observer. Landlock enforces files and exec on both backends (and
  * signals and TCP connect on the fallback) but reports nothing to us, so

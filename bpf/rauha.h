@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Everything that crosses the user/kernel boundary: map keys and values,
  * the event record and the constants both sides interpret. The Go loader

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest side (vm-lane, tests in a VM whose kernel loads BPF-LSM programs):
+# Guest side (tests/vm/run-in-vm.sh, a VM whose kernel loads BPF-LSM programs):
 # the bpf-lsm backend enforces filesystem.deny and exec.deny with the LSM
 # file_deny map (libzone/filedeny.go), so
 #   - open of a denied file is EACCES and exec of a denied binary is 126,
@@ -13,7 +13,7 @@
 # Needs rauha (cgo): VM_BINS=/path/to/rauha RUNTIME=/path/to/rauha. Prints
 # "FILEDENY: PASS|FAIL" and exits 0/1. Example (host):
 #   P=$(mktemp -d); cp tests/vm/filedeny.sh $P/
-#   VM_BINS=$PWD/rauha /work/shared/vm-lane/run-in-vm.sh $P ./filedeny.sh
+#   VM_BINS=$PWD/rauha tests/vm/run-in-vm.sh $P RUNTIME=$PWD/rauha ./filedeny.sh
 set -u
 RT=${RUNTIME:-rauha}
 R=$(mktemp -d /run/rauha-filedeny.XXXXXX) # fresh: the event log outlives its zone

@@ -1,7 +1,7 @@
 #!/bin/bash
 # matrix.sh - the zone enforcement matrix, run by the rauha binary itself in
-# a vm-lane guest (bpf/vmtest.sh boots it; cgroup2 only, busybox, only lo,
-# no jq, no bats). Each control gets a concrete deny from inside a zone, its
+# a tests/vm/run-in-vm.sh guest (bpf/vmtest.sh boots it; cgroup2 only,
+# busybox, only lo, no jq, no bats). Each control gets a concrete deny from inside a zone, its
 # event in `rauha zone events`, and the same operation succeeding from the
 # host or from a zone that allows it.
 #
