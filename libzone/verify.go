@@ -76,8 +76,8 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 
 // verifyMember checks what the engine itself guarantees for a member: its
 // cgroup is the one recorded, its init does not share namespaces with the
-// host, its configuration shows it no part of the enforcement, and, without
-// the bpf-lsm cgroup guard, gives it no way out of its cgroup. It reports whether the member has a process (is
+// host, its configuration shows it no part of the enforcement, and gives it
+// no way out of its cgroup in a hierarchy the backend does not guard. It reports whether the member has a process (is
 // not stopped).
 func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *hostMounts, r *zone.IsolationReport) bool {
 	name := "container " + m.ID
@@ -118,17 +118,19 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
 	cfg := c.Config()
-	if routes, err := enforcementRoutes(&cfg, e.root, h); err != nil {
+	scan := scanBinds(&cfg, h)
+	if routes, err := enforcementRoutes(scan, e.root); err != nil {
 		r.Add(name+": enforcement reachable", false, "%v", err)
 	} else if len(routes) > 0 {
 		r.Add(name+": enforcement reachable", false, "%s", strings.Join(routes, "; "))
 	} else {
 		r.Add(name+": enforcement reachable", true, "no bind of a bpf filesystem or of the state root %s", e.root)
 	}
-	if guarded {
-		return true // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
+	unguarded := unguardedHierarchies(guarded)
+	if len(unguarded) == 0 {
+		return true // bpf-lsm on cgroup2 alone: file_open denies the write itself (bpf/lsm.bpf.h)
 	}
-	if routes, err := cgroupEscapeRoutes(&cfg, &z.Policy, h); err != nil {
+	if routes, err := cgroupEscapeRoutes(&cfg, &z.Policy, scan, unguarded); err != nil {
 		r.Add(name+": cgroup escape", false, "%v", err)
 	} else if len(routes) > 0 {
 		r.Add(name+": cgroup escape", false, "%s", strings.Join(routes, "; "))

@@ -214,6 +214,73 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 	fi
 }
 
+@test "cgroup escape: CAP_SYS_ADMIN remounts a read-only bind of the hierarchy read-write: refused, flagged by verify" {
+	local t remount
+	t=$(escape_target)
+	cfg b '.linux.namespaces += [{type: "cgroup"}] | .process.capabilities |= map_values(. + ["CAP_SYS_ADMIN"])
+		| .mounts += [{destination: "/mnt/cg", type: "bind", source: "/sys/fs/cgroup/unified", options: ["bind", "ro"]}]'
+	remount="mount -o remount,bind,rw /mnt/cg && $MOVE"
+	runc_run esc b
+	runc_exec esc sh -c "$MOVE" sh "/mnt/cg$t"
+	assert_failure
+	assert_match "$stderr" "Read-only file system"
+	runc_exec esc sh -c "$remount" sh "/mnt/cg$t"
+	assert_success
+	assert_eq "$stdout" "0::/../$TEST_UID-escape"
+	runc_delete esc
+
+	[[ $(backend) == landlock ]] || skip "bpf-lsm denies the write itself (enforce.bats, tests/vm/matrix.sh)"
+	in_zone b jail "$(jail_policy)"
+	rrun rt run -d --bundle "$(bundle_dir b)" jail
+	assert_failure 1
+	assert_match "$stderr" "refuses container jail: cgroup escape guard: CAP_SYS_ADMIN can remount a read-only bind of a cgroup hierarchy read-write"
+	assert_nothing_left jail
+
+	audit_verify_fails jail b "cgroup escape" "remount"
+	rexec jail sh -c "$remount" sh "/mnt/cg$t"
+	assert_success
+	assert_eq "$stdout" "0::/../$TEST_UID-escape"
+}
+
+@test "cgroup escape: CAP_SYS_ADMIN in a shared pid namespace enters a host process's cgroup namespace: Landlock or admission stops it" {
+	local t fh target enter
+	t=$(escape_target)
+	fh=$(build_helper cgroupfh)
+	install -m 0755 "$fh" "$(bundle_dir b)/rootfs/bin/cgroupfh"
+	host_pid b
+	cfg b '.linux.namespaces += [{type: "cgroup"}] | .process.capabilities |= map_values(. + ["CAP_SYS_ADMIN"])'
+	# A host process without capabilities: a member without CAP_SYS_PTRACE
+	# may open its namespace files.
+	setpriv --bounding-set=-all --inh-caps=-all sleep 600 >/dev/null 2>&1 </dev/null 3>&- &
+	target=$!
+	echo "$target" >>"$BATS_TEST_TMPDIR/host.pids"
+	enter='mkdir -p /tmp/cg && mount -t cgroup2 none /tmp/cg && echo $$ >"/tmp/cg$1/cgroup.procs" && grep "^0::" /proc/self/cgroup'
+	runc_run esc b
+	runc_exec esc cgroupfh setns "/proc/$target/ns/cgroup" sh -c "$enter" sh "$t"
+	assert_success
+	assert_eq "$stdout" "0::$t"
+	runc_delete esc
+
+	[[ $(backend) == landlock ]] || skip "bpf-lsm denies the write itself (enforce.bats, tests/vm/matrix.sh)"
+	in_zone b jail "$(jail_policy)"
+	rrun rt run -d --bundle "$(bundle_dir b)" jail
+	if [[ $status -ne 0 ]]; then
+		# Landlock ABI < 6: no signal scope, so no domain holds the member,
+		# and admission names both gaps.
+		assert_match "$stderr" "cannot scope signals.*CAP_SYS_ADMIN in a shared pid namespace can enter another process's cgroup namespace"
+		audit_verify_fails jail b "cgroup escape" "shared pid namespace"
+		return 0
+	fi
+	# The member's Landlock domain (scoped for signals) denies ptrace-mode
+	# access to tasks outside it, so the namespace file does not open.
+	wait_status jail running
+	rexec jail cgroupfh setns "/proc/$target/ns/cgroup" sh -c "$enter" sh "$t"
+	assert_failure 1
+	assert_match "$stderr" "cgroupfh: open /proc/$target/ns/cgroup: permission denied"
+	rrun rt zone verify --container jail --format json
+	check_is "$stdout" "container jail: cgroup escape" true
+}
+
 @test "enforcement reachable: a read-only bind of the root's pin directory is refused on every backend" {
 	rt zone create pins --preset strict >/dev/null # the root's pins exist
 	cfg b '.mounts += [{destination: "/mnt/pins", type: "bind", source: $p, options: ["bind", "ro"]}]' --arg p "$PIN_DIR"

@@ -8,6 +8,9 @@
 //	                           its own pid into that cgroup.procs and exec
 //	                           CMD (it runs where the move put it); on
 //	                           failure the step and errno on stderr, exit 1
+//	cgroupfh setns NSFILE CMD...
+//	                           enter the cgroup namespace NSFILE (another
+//	                           process's /proc/PID/ns/cgroup) and exec CMD
 package main
 
 import (
@@ -15,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -31,13 +35,21 @@ func main() {
 		fmt.Printf("%d:%s\n", h.Type(), hex.EncodeToString(h.Bytes()))
 	case len(os.Args) > 4 && os.Args[1] == "join":
 		join(os.Args[2], os.Args[3])
-		path, err := exec.LookPath(os.Args[4])
+		execArgs(os.Args[4:])
+	case len(os.Args) > 3 && os.Args[1] == "setns":
+		// The namespace is the thread's until the exec makes it the
+		// process's.
+		runtime.LockOSThread()
+		fd, err := unix.Open(os.Args[2], unix.O_RDONLY, 0)
 		if err != nil {
-			fail("%v", err)
+			fail("open %s: %v", os.Args[2], err)
 		}
-		fail("exec %s: %v", path, unix.Exec(path, os.Args[4:], os.Environ()))
+		if err := unix.Setns(fd, unix.CLONE_NEWCGROUP); err != nil {
+			fail("setns %s: %v", os.Args[2], err)
+		}
+		execArgs(os.Args[3:])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: cgroupfh handle DIR | cgroupfh join MOUNT TYPE:HEX CMD...")
+		fmt.Fprintln(os.Stderr, "usage: cgroupfh handle DIR | cgroupfh join MOUNT TYPE:HEX CMD... | cgroupfh setns NSFILE CMD...")
 		os.Exit(2)
 	}
 }
@@ -64,6 +76,14 @@ func join(mount, handle string) {
 	if _, err := unix.Write(fd, []byte(strconv.Itoa(os.Getpid()))); err != nil {
 		fail("write cgroup.procs: %v", err)
 	}
+}
+
+func execArgs(args []string) {
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		fail("%v", err)
+	}
+	fail("exec %s: %v", path, unix.Exec(path, args, os.Environ()))
 }
 
 func fail(format string, a ...any) {
