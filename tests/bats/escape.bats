@@ -319,3 +319,26 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 
 	audit_verify_fails jail b "enforcement reachable" "state root"
 }
+
+@test "enforcement reachable: a bind of the host's /proc (a host process's root leads to the state root) is refused on every backend" {
+	local target
+	rt zone create pins --preset strict >/dev/null # the database exists
+	cfg b '.mounts += [{destination: "/mnt/proc", type: "bind", source: "/proc", options: ["rbind", "ro"]}]'
+	setpriv --bounding-set=-all --inh-caps=-all sleep 600 >/dev/null 2>&1 </dev/null 3>&- &
+	target=$!
+	echo "$target" >>"$BATS_TEST_TMPDIR/host.pids"
+
+	runc_run esc b
+	runc_exec esc ls "/mnt/proc/$target/root$ROOT"
+	assert_success
+	assert_match "$stdout" "rauha.db"
+	runc_delete esc
+
+	in_zone b jail "$(jail_policy)"
+	rrun rt run -d --bundle "$(bundle_dir b)" jail
+	assert_failure 1
+	assert_match "$stderr" "refuses container jail: enforcement reachable: /mnt/proc is a bind of /proc, which shows a procfs of the host"
+	assert_nothing_left jail
+
+	audit_verify_fails jail b "enforcement reachable" "procfs of the host"
+}
