@@ -21,20 +21,22 @@ import (
 //   - a way out of the member's cgroup (cgroupEscapeRoutes). Zone membership,
 //     the egress programs and the limits are bound to the cgroup; a task that
 //     moves itself elsewhere leaves them behind. The bpf-lsm backend's guard
-//     (lsm/file_open) refuses a write of cgroup.procs outside the zone under
-//     every name and handle; the Landlock fallback has no hook for it, so
-//     there the member must not be handed a route.
+//     (lsm/file_open) refuses an open of a cgroup2 cgroup.procs outside the
+//     zone for writing, whatever led to the file (a second cgroup2 mount and
+//     open_by_handle_at both end in file_open); the Landlock fallback has no
+//     hook for it, and neither backend for the v1 hierarchies of a hybrid
+//     host, so there the member must not be handed a route.
 //   - a way to the enforcement itself (enforcementRoutes): rauha's pinned
-//     maps, whose policy entries say what the zone may do, and its state
-//     root. These count on every backend: a member that can rewrite its own
-//     policy has no zone.
+//     maps, whose policy entries say what the zone may do, its state root,
+//     and the host's procfs that leads to both. These count on every
+//     backend: a member that can rewrite its own policy has no zone.
 //
 // closeEscapeRoutes first closes what can be closed without changing what
 // an ordinary workload sees; the rest is refused by strict admission and
 // named by verify.
 
 // hostMounts reads the host's mount table once, and only when a recursive
-// bind needs it (ordinary bundles have none).
+// bind of a directory needs it.
 type hostMounts struct {
 	read   bool
 	mounts []*mountinfo.Info
@@ -196,8 +198,7 @@ func seccompDenies(s *configs.Seccomp, name string) bool {
 //     reads as; otherwise the cgroup mounts below it stay writable;
 //   - where a hierarchy is unguarded, open_by_handle_at fails with EPERM for
 //     a member that could use it to reach a cgroup outside its namespace
-//     (handleRoute).
-//     Docker's default profile allows that call only with
+//     (handleRoute). Docker's default profile allows that call only with
 //     CAP_DAC_READ_SEARCH, so this takes it from the few images that keep
 //     both capabilities; refusing them would take the whole container.
 func closeEscapeRoutes(cfg *configs.Config, p *zone.Policy, unguarded []string, s *mountScan) error {
