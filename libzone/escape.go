@@ -327,6 +327,9 @@ func landlockConfinesPtrace(cfg *configs.Config, p *zone.Policy) bool {
 // state root with the zone database, or a procfs of the host, whose
 // /proc/PID/root leads to both. These hold on every backend.
 func enforcementRoutes(s *mountScan, root string) ([]string, error) {
+	if len(s.binds) == 0 {
+		return nil, nil
+	}
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
