@@ -88,6 +88,28 @@ func helperOp(op string, args []string) error {
 		defer unix.Close(fd)
 		_, err = unix.Write(fd, []byte(args[1]))
 		return err
+	case "write-by-handle": // write-by-handle <mount> <cgroup dir> <data>: its cgroup.procs, reached by handle
+		h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, args[1], 0)
+		if err != nil {
+			return fmt.Errorf("name_to_handle_at %s: %w", args[1], err)
+		}
+		mfd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", args[0], err)
+		}
+		defer unix.Close(mfd)
+		dir, err := unix.OpenByHandleAt(mfd, h, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dir)
+		fd, err := unix.Openat(dir, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		_, err = unix.Write(fd, []byte(args[2]))
+		return err
 	case "exec": // exec <copy of this binary>: prints "ok" from the new image
 		return unix.Exec(args[0], []string{args[0], "noop"}, os.Environ())
 	case "kill":

@@ -249,6 +249,22 @@ func TestLSM(t *testing.T) {
 		inA.expect(t, "ok", "write", filepath.Join(sub, "cgroup.procs"), "0") // inside its own zone
 		inA.expect(t, "ok", "open", filepath.Join(cgB, "cgroup.procs"))       // reading is no escape
 		host.expect(t, "ok", "write", filepath.Join(cgB, "cgroup.procs"), "0")
+		// The guard judges the file, not the way to it: a second cgroup2
+		// mount, and a handle opened through one (open_by_handle_at, which
+		// a cgroup namespace does not stop without nsdelegate), end in the
+		// same file_open.
+		second := t.TempDir()
+		if err := unix.Mount("cgroup2", second, "cgroup2", 0, ""); err != nil {
+			t.Fatalf("mount a second cgroup2: %v", err)
+		}
+		t.Cleanup(func() { _ = unix.Unmount(second, unix.MNT_DETACH) })
+		rel, err := filepath.Rel(filepath.Dir(filepath.Dir(cgB)), cgB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "EPERM", "write", filepath.Join(second, rel, "cgroup.procs"), "0")
+		inA.expect(t, "EPERM", "write-by-handle", second, cgB, "0")
+		host.expect(t, "ok", "write-by-handle", second, cgB, "0")
 		if ev := denied(ControlCgroup, HookLSMFileOpen); !strings.HasPrefix(ev.Path, "cgroup.") || ev.TargetZone == zoneA {
 			t.Errorf("event: %+v", ev)
 		}

@@ -120,9 +120,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	z := adm.zone
 	policy := &z.Policy
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
-	if enf.Backend() != BackendLSM {
-		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
+	routes, err := admitEscapeRoutes(config, policy, e.root, enf.Backend() == BackendLSM)
+	if err != nil {
+		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
 	}
+	conflicts = append(conflicts, routes...)
 	if len(conflicts) > 0 {
 		if policy.Zone.Admission == zone.AdmissionStrict {
 			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",

@@ -63,8 +63,9 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	// recorded cgroup id names nothing, and reconcile rightly dropped it
 	// from the kernel. Only live members must be registered.
 	var live []zone.Container
+	h := &hostMounts{}
 	for i := range members {
-		if e.verifyMember(&members[i], z, enf.Backend() == BackendLSM, r) {
+		if e.verifyMember(&members[i], z, enf.Backend() == BackendLSM, h, r) {
 			live = append(live, members[i])
 		}
 	}
@@ -75,10 +76,10 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 
 // verifyMember checks what the engine itself guarantees for a member: its
 // cgroup is the one recorded, its init does not share namespaces with the
-// host, and, without the bpf-lsm cgroup guard, its configuration gives it no
-// way out of its cgroup. It reports whether the member has a process (is
+// host, its configuration shows it no part of the enforcement, and gives it
+// no way out of its cgroup in a hierarchy the backend does not guard. It reports whether the member has a process (is
 // not stopped).
-func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *zone.IsolationReport) bool {
+func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *hostMounts, r *zone.IsolationReport) bool {
 	name := "container " + m.ID
 	c, err := e.Load(m.ID)
 	if err != nil {
@@ -116,14 +117,25 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 	} else {
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
-	if guarded {
-		return true // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
-	}
 	cfg := c.Config()
-	if routes := cgroupEscapeRoutes(&cfg, &z.Policy); len(routes) > 0 {
+	scan := scanBinds(&cfg, h)
+	if routes, err := enforcementRoutes(scan, e.root); err != nil {
+		r.Add(name+": enforcement reachable", false, "%v", err)
+	} else if len(routes) > 0 {
+		r.Add(name+": enforcement reachable", false, "%s", strings.Join(routes, "; "))
+	} else {
+		r.Add(name+": enforcement reachable", true, "no bind of a bpf filesystem or of the state root %s", e.root)
+	}
+	unguarded := unguardedHierarchies(guarded)
+	if len(unguarded) == 0 {
+		return true // bpf-lsm on cgroup2 alone: file_open denies the write itself (bpf/lsm.bpf.h)
+	}
+	if routes, err := cgroupEscapeRoutes(&cfg, &z.Policy, scan, unguarded); err != nil {
+		r.Add(name+": cgroup escape", false, "%v", err)
+	} else if len(routes) > 0 {
 		r.Add(name+": cgroup escape", false, "%s", strings.Join(routes, "; "))
 	} else {
-		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no CAP_SYS_ADMIN outside a cgroup namespace")
+		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no capability that reaches a cgroup outside the member's")
 	}
 	return true
 }
