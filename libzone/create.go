@@ -120,6 +120,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	z := adm.zone
 	policy := &z.Policy
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
+	conflicts = append(conflicts, execRoutes(config, policy)...)
 	if enf.Backend() != BackendLSM {
 		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
 	}
@@ -139,6 +140,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 	if err := enf.PrepareConfig(z, config); err != nil {
 		return -1, err
+	}
+	if err := closeExecRoutes(config, policy); err != nil {
+		return -1, fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
 	}
 	// The stored policy, not the one admission read: a zone update may have
 	// made it stricter since.

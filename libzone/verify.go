@@ -116,10 +116,11 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 	} else {
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
+	cfg := c.Config()
+	verifyExecRoutes(name, &cfg, &z.Policy, st.Pid, r)
 	if guarded {
 		return true // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
 	}
-	cfg := c.Config()
 	if routes := cgroupEscapeRoutes(&cfg, &z.Policy); len(routes) > 0 {
 		r.Add(name+": cgroup escape", false, "%s", strings.Join(routes, "; "))
 	} else {
