@@ -3,6 +3,7 @@ package libzone
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -69,28 +70,49 @@ func writablePlaces(cfg *configs.Config, p *zone.Policy) (mounts []int, rootPath
 		}
 		return mounts, nil, open
 	}
+	// Landlock and libcontainer follow symlinks inside the rootfs, so
+	// paths are compared as they resolve there.
+	dests := make([]string, len(cfg.Mounts))
+	for i, m := range cfg.Mounts {
+		dests[i] = resolveIn(cfg.Rootfs, m.Destination)
+	}
 	for _, wp := range *w {
 		if slices.ContainsFunc(cfg.Devices, func(d *config.Device) bool { return d.Path == wp }) {
 			continue // a device node holds no file
 		}
+		wp = resolveIn(cfg.Rootfs, wp)
 		enclosing := -1
-		for i, m := range cfg.Mounts {
+		for i, d := range dests {
 			switch {
-			case m.Destination == wp || under(m.Destination, wp):
+			case d == wp || under(d, wp):
 				add(i) // the writable tree itself, or a mount inside it
-			case under(wp, m.Destination):
-				if enclosing < 0 || len(m.Destination) > len(cfg.Mounts[enclosing].Destination) {
+			case under(wp, d):
+				if enclosing < 0 || len(d) > len(dests[enclosing]) {
 					enclosing = i
 				}
 			}
 		}
 		if enclosing >= 0 {
 			add(enclosing)
-		} else if !slices.ContainsFunc(cfg.Mounts, func(m *configs.Mount) bool { return m.Destination == wp }) && !cfg.Readonlyfs {
+		} else if !slices.Contains(dests, wp) && !cfg.Readonlyfs && !slices.Contains(rootPaths, wp) {
 			rootPaths = append(rootPaths, wp)
 		}
 	}
 	return mounts, rootPaths, open
+}
+
+// resolveIn is container path p with the symlinks on the rootfs followed
+// (within it); p itself when it cannot be resolved.
+func resolveIn(rootfs, p string) string {
+	full, err := securejoin.SecureJoin(rootfs, p)
+	if err != nil {
+		return p
+	}
+	rel, err := filepath.Rel(rootfs, full)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return p
+	}
+	return filepath.Join("/", rel)
 }
 
 // under reports whether p is strictly below dir.

@@ -6,10 +6,9 @@
 // of the task that calls read or write, whatever procfs instance the file
 // belongs to: rauha cannot reach a container's value through the container's
 // /proc. Only a task in that namespace can, and setns(CLONE_NEWPID) moves
-// only the children created afterwards. So a forked child of rauha joins the
-// namespace, forks again, and that grandchild, which runs in it, reads or
-// writes the file of the host's /proc. Both children run C only
-// (async-signal-safe calls between fork and _exit), never Go code.
+// only the children created afterwards. So a child of rauha joins the
+// namespace and starts another, which runs in it and reads or writes the file
+// of the host's /proc. Both children run C only, never Go code.
 package pidns
 
 /*
@@ -19,87 +18,105 @@ package pidns
 #include <sched.h>
 #include <signal.h>
 #include <pthread.h>
-#include <string.h>
+#include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-// In the grandchild: exit status = value read (0-9), 0 after a write, or
-// 100 + step on failure with the errno written to errfd.
-static void fail(int errfd, int step) {
-	int e = errno;
-	(void)!write(errfd, &e, sizeof(e));
-	_exit(100 + step);
-}
+#define STACK 16384
 
-static int wait_status(pid_t pid) {
-	int st;
-	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR)
-			return -1;
+struct job {
+	int nsfd;
+	int value; // < 0: read
+	int result; // value read, 0 after a write, or 100 + failed step
+	int err;
+	char outer_stack[STACK] __attribute__((aligned(16)));
+	char inner_stack[STACK] __attribute__((aligned(16)));
+};
+
+// inner runs in the target pid namespace: it reads or writes the sysctl.
+static int inner(void *arg) {
+	struct job *j = arg;
+	int fd = open("/proc/sys/vm/memfd_noexec", j->value < 0 ? O_RDONLY : O_WRONLY);
+	if (fd < 0) {
+		j->err = errno;
+		j->result = 103;
+		return 0;
 	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+	char b[8];
+	if (j->value < 0) {
+		ssize_t n = read(fd, b, sizeof(b));
+		if (n < 1 || b[0] < '0' || b[0] > '9') {
+			j->err = n < 0 ? errno : EINVAL;
+			j->result = 104;
+		} else {
+			j->result = b[0] - '0';
+		}
+	} else {
+		b[0] = '0' + j->value % 10;
+		b[1] = '\n';
+		if (write(fd, b, 2) != 2) {
+			j->err = errno;
+			j->result = 105;
+		} else {
+			j->result = 0;
+		}
+	}
+	close(fd);
+	return 0;
 }
 
-// rauha_memfd_noexec runs in a child placed in the pid namespace nsfd.
-// value < 0 reads vm.memfd_noexec there, value >= 0 writes it. It returns
-// the child's exit status (see fail) or -1; *err gets the errno.
+// outer joins the pid namespace, which only its children enter.
+static int outer(void *arg) {
+	struct job *j = arg;
+	if (setns(j->nsfd, CLONE_NEWPID) < 0) {
+		j->err = errno;
+		j->result = 101;
+		return 0;
+	}
+	pid_t pid = clone(inner, j->inner_stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, j);
+	if (pid < 0) {
+		j->err = errno;
+		j->result = 102;
+		return 0;
+	}
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+// rauha_memfd_noexec reads (value < 0) or writes vm.memfd_noexec in the pid
+// namespace nsfd. The children share this process's memory (CLONE_VM, the
+// way posix_spawn starts a child) and this thread waits while they run
+// (CLONE_VFORK): no page tables are copied. With every signal blocked, no
+// Go signal handler can run on their stacks.
 static int rauha_memfd_noexec(int nsfd, int value, int *err) {
-	int p[2];
-	*err = 0;
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		*err = errno;
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		*err = ENOMEM;
 		return -1;
 	}
-	// No Go signal handler may run in the children: they share nothing
-	// with the Go runtime but its handlers.
+	j->nsfd = nsfd;
+	j->value = value;
+	j->result = -1;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		if (setns(nsfd, CLONE_NEWPID) < 0)
-			fail(p[1], 1);
-		pid_t c = fork();
-		if (c < 0)
-			fail(p[1], 2);
-		if (c == 0) {
-			int fd = open("/proc/sys/vm/memfd_noexec", value < 0 ? O_RDONLY : O_WRONLY);
-			if (fd < 0)
-				fail(p[1], 3);
-			char b[8];
-			if (value < 0) {
-				ssize_t n = read(fd, b, sizeof(b));
-				if (n < 1)
-					fail(p[1], 4);
-				if (b[0] < '0' || b[0] > '9') {
-					errno = EINVAL;
-					fail(p[1], 4);
-				}
-				_exit(b[0] - '0');
-			}
-			b[0] = '0' + (value % 10);
-			b[1] = '\n';
-			if (write(fd, b, 2) != 2)
-				fail(p[1], 5);
-			_exit(0);
-		}
-		_exit(wait_status(c));
-	}
-	int saved = errno;
+	pid_t pid = clone(outer, j->outer_stack + STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, j);
+	int cloneErr = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	close(p[1]);
+	int result;
 	if (pid < 0) {
-		close(p[0]);
-		*err = saved;
-		return -1;
+		*err = cloneErr;
+		result = -1;
+	} else {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		*err = j->err;
+		result = j->result;
 	}
-	int st = wait_status(pid);
-	if (st >= 100 && read(p[0], err, sizeof(*err)) != sizeof(*err))
-		*err = 0;
-	close(p[0]);
-	return st;
+	free(j);
+	return result;
 }
 */
 import "C"
@@ -113,10 +130,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// steps names the failing step of an exit status 100+n.
+// steps names the failing step of a result 100+n.
 var steps = map[int]string{
 	1: "setns(CLONE_NEWPID)",
-	2: "fork",
+	2: "clone",
 	3: "open /proc/sys/vm/memfd_noexec",
 	4: "read /proc/sys/vm/memfd_noexec",
 	5: "write /proc/sys/vm/memfd_noexec",
@@ -147,10 +164,21 @@ func MemfdNoexec(pid int) (int, error) {
 }
 
 // SetMemfdNoexec writes vm.memfd_noexec in the pid namespace of pid. The
-// kernel refuses a value below the parent namespace's.
+// kernel refuses a value below the parent namespace's. It refuses a pid in
+// the caller's own pid namespace: that would change the host's value.
 func SetMemfdNoexec(pid, value int) error {
 	if value < 0 || value > 9 {
 		return fmt.Errorf("vm.memfd_noexec=%d: out of range", value)
+	}
+	var self, target unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &self); err != nil {
+		return fmt.Errorf("set vm.memfd_noexec: %w", err)
+	}
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/pid", &target); err != nil {
+		return fmt.Errorf("set vm.memfd_noexec in the pid namespace of pid %d: %w", pid, err)
+	}
+	if self.Dev == target.Dev && self.Ino == target.Ino {
+		return fmt.Errorf("set vm.memfd_noexec in the pid namespace of pid %d: it is this process's own, refused", pid)
 	}
 	_, err := run(pid, value)
 	return err
@@ -170,11 +198,11 @@ func run(pid, value int) (int, error) {
 	}
 	switch {
 	case st < 0:
-		return 0, fmt.Errorf("%s vm.memfd_noexec in the pid namespace of pid %d: fork: %w", what, pid, syscall.Errno(cerr))
+		return 0, fmt.Errorf("%s vm.memfd_noexec in the pid namespace of pid %d: clone: %w", what, pid, syscall.Errno(cerr))
 	case st >= 100 && steps[st-100] != "":
 		return 0, fmt.Errorf("%s vm.memfd_noexec in the pid namespace of pid %d: %s: %w", what, pid, steps[st-100], syscall.Errno(cerr))
 	case st > 9:
-		return 0, fmt.Errorf("%s vm.memfd_noexec in the pid namespace of pid %d: the child ended with status %d", what, pid, st)
+		return 0, fmt.Errorf("%s vm.memfd_noexec in the pid namespace of pid %d: no result from the child (%d)", what, pid, st)
 	}
 	return st, nil
 }

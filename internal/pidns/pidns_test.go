@@ -49,6 +49,12 @@ func TestMemfdNoexecOwnNamespace(t *testing.T) {
 	if v, err := MemfdNoexec(os.Getpid()); err != nil || v != host {
 		t.Fatalf("host value %d, %v; want it unchanged (%d)", v, err, host)
 	}
+	if err := SetMemfdNoexec(cmd.Process.Pid, 2); err == nil {
+		t.Fatal("set in unshare's (the host's) pid namespace was not refused")
+	}
+	if v, _ := MemfdNoexec(os.Getpid()); v != host {
+		t.Fatalf("host value %d after a refused set, want %d", v, host)
+	}
 	if _, err := MemfdNoexec(1 << 30); err == nil {
 		t.Fatal("no error for a pid that does not exist")
 	}
