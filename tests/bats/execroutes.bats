@@ -85,12 +85,24 @@ verify_exec_checks() {
 		deny = ["/usr/local/bin/denyme"]
 	EOF
 	run_ct copy b
-	rexec copy sh -c 'cp /usr/local/bin/denyme /tmp/echo && /tmp/echo copy-ran'
+	# The same bytes from an allowed name (denyme is a busybox copy).
+	rexec copy sh -c 'cp /bin/busybox /tmp/echo && /tmp/echo copy-ran'
 	assert_failure 126
 	assert_match "$stderr" "/tmp/echo: Permission denied"
 	[[ $stdout != *copy-ran* ]] || fail "the copy ran"
 	ev=$(wait_event nocopy '.control == "exec" and (.object | startswith("/tmp/echo"))')
 	ev_is "$ev" '.object == "/tmp/echo (permission denied)" and .container == "copy" and .decision == "deny"'
+	# The denied file itself: the fallback's Landlock domain does not let
+	# it be read (the dynamic loader would map it); bpf-lsm judges the
+	# copy's exec and maps instead, and it runs no better from /tmp.
+	rexec copy sh -c 'cp /usr/local/bin/denyme /tmp/copy2 && /tmp/copy2 echo copy-ran'
+	if [[ $(rt zone verify --container copy --format json | jq -r .backend) == landlock ]]; then
+		assert_failure 1
+		assert_match "$stderr" "can't open '/usr/local/bin/denyme': Permission denied"
+	else
+		assert_failure 126
+	fi
+	[[ $stdout != *copy-ran* ]] || fail "the copy ran"
 
 	# An interpreter reading a script is not an exec of the script.
 	rexec copy sh -c 'echo "echo script-ran" >/tmp/x.sh && sh /tmp/x.sh'
@@ -168,16 +180,16 @@ verify_exec_checks() {
 	cp -L "$ld" "$r$ld"
 	cp -L "$libc" "$r$libc"
 	cp /bin/true "$r/opt/true"
-	runc_exec b sh -c "cp /opt/true /tmp/t && $ld /tmp/t && echo loader-ran"
+	cp /bin/true "$r/opt/denied"
+	runc_exec b sh -c "cp /opt/true /tmp/t && $ld /tmp/t && $ld /opt/denied && echo loader-ran"
 	assert_success
 	assert_eq "$stdout" loader-ran
 
-	denied_binary b
 	exec_zone b noloader <<-'EOF'
 		[filesystem]
 		writable_paths = ["/tmp"]
 		[exec]
-		deny = ["/usr/local/bin/denyme"]
+		deny = ["/opt/denied"]
 	EOF
 	run_ct loader b
 	rexec loader sh -c "/opt/true && $ld /opt/true && echo image-ran"
@@ -189,6 +201,13 @@ verify_exec_checks() {
 	[[ $stdout != *loader-ran* ]] || fail "the loader ran the copy"
 	ev=$(wait_event noloader '.control == "exec" and (.object | startswith("mmap"))')
 	ev_is "$ev" '.object == "mmap PROT_EXEC of t (operation not permitted)" and .container == "loader"'
+	# The denied binary itself, where the image has it: the loader cannot
+	# read it (fallback: Landlock; bpf-lsm: lsm/mmap_file refuses the map).
+	rexec loader sh -c "$ld /opt/denied && echo denied-ran"
+	assert_failure 127
+	assert_match "$stderr" "/opt/denied: .*(Permission denied|failed to map segment)"
+	[[ $stdout != *denied-ran* ]] || fail "the loader ran the denied binary"
+	wait_event noloader '(.control == "file" or .control == "exec") and (.object | startswith("/opt/denied"))' >/dev/null
 	verify_exec_checks loader
 }
 
