@@ -121,6 +121,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	policy := &z.Policy
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
 	conflicts = append(conflicts, execRoutes(config, policy)...)
+	conflicts = append(conflicts, loaderRoutes(config, policy)...)
 	if enf.Backend() != BackendLSM {
 		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
 	}

@@ -135,6 +135,55 @@ func execRoutes(cfg *configs.Config, p *zone.Policy) []string {
 	return open
 }
 
+// loaderDirs are where images keep the dynamic loader; the multiarch
+// directories (x86_64-linux-gnu, ...) below /lib and /usr/lib are added.
+var loaderDirs = []string{"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"}
+
+// loaderRoutes names the dynamic loaders an exec allow-list lets run. A
+// loader maps any binary it can read, wherever it is (Landlock has no check
+// on mmap, and bpf-lsm judges the allow-list with the same Landlock domain),
+// so the allow-list does not hold for dynamic binaries while one is
+// allowed. An image of static binaries has none to allow.
+func loaderRoutes(cfg *configs.Config, p *zone.Policy) []string {
+	if !hasExecRules(p) || len(p.Exec.Allow) == 0 {
+		return nil
+	}
+	allowed := func(q string) bool {
+		return slices.ContainsFunc(p.Exec.Allow, func(a string) bool {
+			a = resolveIn(cfg.Rootfs, a)
+			return q == a || under(q, a)
+		})
+	}
+	dirs := slices.Clone(loaderDirs)
+	for _, base := range []string{"/lib", "/usr/lib"} {
+		entries, _ := os.ReadDir(filepath.Join(cfg.Rootfs, resolveIn(cfg.Rootfs, base)))
+		for _, e := range entries {
+			if strings.Contains(e.Name(), "-linux-") {
+				dirs = append(dirs, base+"/"+e.Name())
+			}
+		}
+	}
+	var seen, out []string
+	for _, d := range dirs {
+		rd := resolveIn(cfg.Rootfs, d)
+		entries, _ := os.ReadDir(filepath.Join(cfg.Rootfs, rd))
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), "ld-") || !strings.Contains(e.Name(), ".so") {
+				continue
+			}
+			ld := resolveIn(cfg.Rootfs, rd+"/"+e.Name())
+			if slices.Contains(seen, ld) {
+				continue
+			}
+			seen = append(seen, ld)
+			if allowed(ld) {
+				out = append(out, fmt.Sprintf("exec.allow: the dynamic loader %s is allowed, and it runs any binary it can read, outside the allowed paths too (no backend judges the allow-list on mmap): allow static binaries only", ld))
+			}
+		}
+	}
+	return out
+}
+
 // keepsCapability reports whether the container's bounding set has c and
 // the policy lets it keep it.
 func keepsCapability(cfg *configs.Config, p *zone.Policy, c string) bool {
@@ -258,6 +307,11 @@ func verifyExecRoutes(name string, cfg *configs.Config, p *zone.Policy, pid int,
 		} else {
 			r.Add(name+": exec: writable paths noexec", true, "noexec: %s", strings.Join(ok, ", "))
 		}
+	}
+	if routes := loaderRoutes(cfg, p); len(routes) > 0 {
+		r.Add(name+": exec: loader", false, "%s", strings.Join(routes, "; "))
+	} else if len(p.Exec.Allow) > 0 {
+		r.Add(name+": exec: loader", true, "no dynamic loader below the allowed paths")
 	}
 	if !memfdBySysctl(cfg) {
 		if memfdDenied(cfg) {

@@ -141,3 +141,35 @@ func TestContainingMount(t *testing.T) {
 		}
 	}
 }
+
+func TestLoaderRoutes(t *testing.T) {
+	cfg := execTestConfig(t)
+	gnu := filepath.Join(cfg.Rootfs, "lib/x86_64-linux-gnu")
+	if err := os.MkdirAll(gnu, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gnu, "ld-linux-x86-64.so.2"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Rootfs, "lib64"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", filepath.Join(cfg.Rootfs, "lib64/ld-linux-x86-64.so.2")); err != nil {
+		t.Fatal(err)
+	}
+	allow := func(paths ...string) *zone.Policy {
+		p := execPolicy("/tmp")
+		p.Exec = zone.Exec{Allow: paths}
+		return p
+	}
+	if r := loaderRoutes(cfg, allow("/bin")); len(r) != 0 {
+		t.Errorf("loader not allowed: %v", r)
+	}
+	// The loader's own file decides, wherever its symlink is.
+	if r := loaderRoutes(cfg, allow("/bin", "/lib")); len(r) != 1 || !strings.Contains(r[0], "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2") {
+		t.Errorf("allowed loader: %v", r)
+	}
+	if r := loaderRoutes(cfg, execPolicy("/tmp")); r != nil {
+		t.Errorf("a deny list has no loader route: %v", r)
+	}
+}

@@ -170,17 +170,28 @@ verify_exec_checks() {
 	verify_exec_checks mmap
 }
 
-@test "exec routes: the dynamic loader cannot run a binary copied to /tmp, the image's own dynamic binaries run" {
-	local r ld=/lib64/ld-linux-x86-64.so.2 libc
-	[[ -e $ld && -x /bin/true ]] || skip "needs the host's $ld and a dynamic /bin/true"
+# LD: the dynamic loader's path (the host's, copied into bundles by
+# with_loader).
+LD=/lib64/ld-linux-x86-64.so.2
+
+# with_loader BUNDLE: the host's dynamic loader and libc, and the host's
+# dynamic /bin/true as /opt/true and /opt/denied, in the bundle's rootfs.
+with_loader() {
+	local r libc
+	[[ -e $LD && -x /bin/true ]] || skip "needs the host's $LD and a dynamic /bin/true"
 	libc=$(ldd /bin/true | awk '$1 ~ /^libc\.so/ {print $3}')
 	[[ -n $libc ]] || skip "cannot find the libc of /bin/true"
-	r=$(bundle_dir b)/rootfs
+	r=$(bundle_dir "$1")/rootfs
 	mkdir -p "$r/lib64" "$r$(dirname "$libc")" "$r/opt"
-	cp -L "$ld" "$r$ld"
+	cp -L "$LD" "$r$LD"
 	cp -L "$libc" "$r$libc"
 	cp /bin/true "$r/opt/true"
 	cp /bin/true "$r/opt/denied"
+}
+
+@test "exec routes: the dynamic loader cannot run a binary copied to /tmp, the image's own dynamic binaries run" {
+	local ld=$LD
+	with_loader b
 	runc_exec b sh -c "cp /opt/true /tmp/t && $ld /tmp/t && $ld /opt/denied && echo loader-ran"
 	assert_success
 	assert_eq "$stdout" loader-ran
@@ -274,4 +285,46 @@ verify_exec_checks() {
 	rrun rt zone verify --container sharedpid --format json
 	jq -e '.checks[] | select(.name == "container sharedpid: exec: memfd") | .passed' <<<"$stdout" >/dev/null ||
 		fail "verify does not pass the memfd check: $stdout"
+}
+
+@test "exec routes: an allow-list that allows the dynamic loader is refused by strict admission, verify names it under audit" {
+	with_loader b
+	runc_exec b sh -c "$LD /opt/true && echo outside-ran"
+	assert_success
+	assert_eq "$stdout" outside-ran
+
+	exec_zone b ldallowed <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		[exec]
+		allow = ["/bin", "/lib", "/lib64"]
+	EOF
+	rrun rt run -d --bundle "$(bundle_dir b)" ldallowed
+	assert_failure
+	assert_match "$stderr" "refuses container ldallowed: .*the dynamic loader /lib64/ld-linux-x86-64.so.2 is allowed"
+	assert_nothing_left ldallowed
+
+	# Under audit admission the route is open, and verify says so: the
+	# allow-list stops the execve, not the loader's mapping.
+	make_bundle a
+	with_loader a
+	exec_zone a ldaudit <<-'EOF'
+		[zone]
+		admission = "audit"
+		[filesystem]
+		writable_paths = ["/tmp"]
+		[exec]
+		allow = ["/bin", "/lib", "/lib64"]
+	EOF
+	run_ct ldaudit a
+	rexec ldaudit /opt/true
+	assert_failure 126
+	rexec ldaudit sh -c "$LD /opt/true && echo outside-ran"
+	assert_success
+	assert_eq "$stdout" outside-ran
+	rrun rt zone verify --container ldaudit --format json
+	assert_failure 1
+	jq -e '.checks[] | select(.name == "container ldaudit: exec: loader") |
+		(.passed | not) and (.detail | test("/lib64/ld-linux-x86-64.so.2"))' <<<"$stdout" >/dev/null ||
+		fail "verify does not name the allowed loader: $stdout"
 }
