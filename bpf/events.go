@@ -54,6 +54,8 @@ const (
 	HookLSMSocketConnect = Hook(rauhaHookHOOK_LSM_SOCKET_CONNECT)
 	HookLSMSocketSendmsg = Hook(rauhaHookHOOK_LSM_SOCKET_SENDMSG)
 	HookLSMCapable       = Hook(rauhaHookHOOK_LSM_CAPABLE)
+	HookLSMMmapFile      = Hook(rauhaHookHOOK_LSM_MMAP_FILE)
+	HookLSMFileMprotect  = Hook(rauhaHookHOOK_LSM_FILE_MPROTECT)
 )
 
 var hookNames = map[Hook]string{
@@ -63,6 +65,7 @@ var hookNames = map[Hook]string{
 	HookLSMBprmCheck: "lsm/bprm_check_security", HookLSMPtrace: "lsm/ptrace_access_check",
 	HookLSMTaskKill: "lsm/task_kill", HookLSMSocketConnect: "lsm/socket_connect",
 	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
+	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
 }
 
 func (h Hook) String() string {

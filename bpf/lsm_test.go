@@ -83,7 +83,7 @@ func TestLSM(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
-		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable"}
+		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect"}
 	if !slices.Equal(att, want) {
 		t.Errorf("Attached() = %q, want %q", att, want)
 	}
@@ -136,6 +136,31 @@ func TestLSM(t *testing.T) {
 		inA.expect(t, "ok", "open", exe) // exec denied, reading is not
 		host.expect(t, "ok", "exec", exe)
 		if ev := denied(ControlExec, HookLSMBprmCheck); ev.Ino != exeIno {
+			t.Errorf("event: %+v", ev)
+		}
+	})
+
+	t.Run("mmap_file", func(t *testing.T) {
+		p := isolated
+		p.FileDenies = []FileDeny{{Dev: exeDev, Ino: exeIno, Mask: FileExec}}
+		setA(p)
+		// What the dynamic loader does with "ld.so /denied/binary".
+		inA.expect(t, "EACCES", "mmap-exec", exe)
+		inA.expect(t, "ok", "mmap-anon-exec") // no file: nothing to judge
+		inB.expect(t, "ok", "mmap-exec", exe)
+		host.expect(t, "ok", "mmap-exec", exe)
+		if ev := denied(ControlExec, HookLSMMmapFile); ev.Ino != exeIno {
+			t.Errorf("event: %+v", ev)
+		}
+	})
+
+	t.Run("file_mprotect", func(t *testing.T) {
+		p := isolated
+		p.FileDenies = []FileDeny{{Dev: exeDev, Ino: exeIno, Mask: FileExec}}
+		setA(p)
+		inA.expect(t, "EACCES", "mprotect-exec", exe)
+		host.expect(t, "ok", "mprotect-exec", exe)
+		if ev := denied(ControlExec, HookLSMFileMprotect); ev.Ino != exeIno {
 			t.Errorf("event: %+v", ev)
 		}
 	})

@@ -120,6 +120,8 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	z := adm.zone
 	policy := &z.Policy
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
+	conflicts = append(conflicts, execRoutes(config, policy)...)
+	conflicts = append(conflicts, loaderRoutes(config, policy)...)
 	routes, err := admitEscapeRoutes(config, policy, e.root, enf.Backend() == BackendLSM)
 	if err != nil {
 		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
@@ -141,6 +143,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 	if err := enf.PrepareConfig(z, config); err != nil {
 		return -1, err
+	}
+	if err := closeExecRoutes(config, policy); err != nil {
+		return -1, fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
 	}
 	// The stored policy, not the one admission read: a zone update may have
 	// made it stricter since.

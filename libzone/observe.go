@@ -1,8 +1,10 @@
 package libzone
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/rauha-runtime/rauha/bpf"
@@ -133,6 +135,9 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 		ze.Object = capabilityName(ev.Arg)
 	default:
 		ze.Object = ev.Path
+		if ev.Control == bpf.ControlExec && ev.Verdict == bpf.VerdictObserved {
+			ze.Object = execRouteObject(ev)
+		}
 		if ze.Object == "" && ev.Ino != 0 {
 			ze.Object = files[ev.Zone][inodeKey(ev.Dev, ev.Ino)]
 		}
@@ -159,4 +164,35 @@ func (ke *kernelEnforcer) Stats(z *zone.Zone) (*ZoneStats, error) {
 		})
 	}
 	return s, nil
+}
+
+// The observer's x86_64 syscall numbers of the exec routes other than
+// execve (bpf/observer.bpf.h).
+const (
+	sysMmap        = 9
+	sysMprotect    = 10
+	sysMemfdCreate = 319
+	sysExecveat    = 322
+)
+
+// execRouteObject names what a failed exec-route syscall tried to run: the
+// file mapped or executed through an fd (its last name: the observer has no
+// full path for an fd), or the memfd that could not be created.
+func execRouteObject(ev bpf.Event) string {
+	switch ev.Syscall {
+	case sysMmap:
+		return "mmap PROT_EXEC of " + cmp.Or(ev.Path, fmt.Sprintf("fd %d", int32(ev.Arg)))
+	case sysMprotect:
+		return fmt.Sprintf("mprotect PROT_EXEC at %#x", ev.Arg)
+	case sysMemfdCreate:
+		if ev.Errno == syscall.EACCES {
+			return "memfd_create MFD_EXEC " + ev.Path // refused by vm.memfd_noexec=2
+		}
+		return "memfd_create " + ev.Path
+	case sysExecveat:
+		if ev.Arg != 0 {
+			return "execveat fd " + cmp.Or(ev.Path, strconv.FormatUint(ev.Arg, 10))
+		}
+	}
+	return ev.Path
 }

@@ -118,6 +118,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
 	cfg := c.Config()
+	verifyExecRoutes(name, &cfg, &z.Policy, st.Pid, r)
 	scan := scanBinds(&cfg, h)
 	if routes, err := enforcementRoutes(scan, e.root); err != nil {
 		r.Add(name+": enforcement reachable", false, "%v", err)

@@ -198,7 +198,7 @@ check_backend() {
 	verify_zone open || return 1
 	local want
 	if [ "$BACKEND" = bpf-lsm ]; then
-		want='lsm/file_open lsm/bprm_check_security lsm/ptrace_access_check lsm/task_kill lsm/socket_connect lsm/socket_sendmsg lsm/capable'
+		want='lsm/file_open lsm/bprm_check_security lsm/ptrace_access_check lsm/task_kill lsm/socket_connect lsm/socket_sendmsg lsm/capable lsm/mmap_file lsm/file_mprotect'
 	else
 		want='tp_btf/sys_exit'
 	fi
