@@ -116,6 +116,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 	} else {
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
+	e.verifyResources(c, name, &z.Policy.Resources, r)
 	if guarded {
 		return true // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
 	}
@@ -126,4 +127,25 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no CAP_SYS_ADMIN outside a cgroup namespace")
 	}
 	return true
+}
+
+// verifyResources checks that the limits in the member's cgroup files are
+// within the zone's [resources]: update refuses to raise them, but a limit
+// written to the cgroup by other means would not be seen anywhere else.
+func (e *Engine) verifyResources(c *Container, name string, p *zone.Resources, r *zone.IsolationReport) {
+	if *p == (zone.Resources{}) {
+		r.Add(name+": resources", true, "the zone sets no [resources] limits")
+		return
+	}
+	st, err := c.lc.State()
+	if err != nil {
+		r.Add(name+": resources", false, "read the cgroup paths: %v", err)
+		return
+	}
+	over, read := cgroupLimitsAbove(st.CgroupPaths, p)
+	if len(over) > 0 {
+		r.Add(name+": resources", false, "above the zone's [resources]: %s", strings.Join(over, "; "))
+	} else {
+		r.Add(name+": resources", true, "within the zone's [resources]: %s", strings.Join(read, ", "))
+	}
 }
