@@ -27,6 +27,9 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 	if len(p.Syscalls.Deny) > 0 {
 		denySyscalls(cfg, p.Syscalls.Deny)
 	}
+	if !keepsBPF(cfg, p) {
+		denySyscalls(cfg, []string{"bpf"})
+	}
 	limitResources(cfg.Cgroups.Resources, &p.Resources)
 	if p.Devices.Allowed != nil {
 		filterDevices(cfg, *p.Devices.Allowed)
@@ -42,6 +45,39 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 		}
 	}
 	return conflicts
+}
+
+// keepsBPF reports whether a member may call bpf(2): only when it keeps
+// CAP_BPF or CAP_SYS_ADMIN, in its own bounding set and in the policy's
+// capability list (an absent list keeps the container's sets). Every other
+// member gets EPERM from seccomp, also for the commands the kernel allows
+// without a capability: BPF_OBJ_GET of a pinned object needs nothing but
+// the file, so a pin directory reachable from the container (a bind mount
+// of /sys/fs/bpf, an fd passed in) would hand it the maps that enforce
+// every zone. This holds in audit mode too: the maps are shared by all
+// zones of the root.
+func keepsBPF(cfg *configs.Config, p *zone.Policy) bool {
+	if cfg.Capabilities == nil {
+		return false
+	}
+	for _, c := range []string{"CAP_BPF", "CAP_SYS_ADMIN"} {
+		if slices.Contains(cfg.Capabilities.Bounding, c) && policyKeeps(p, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// policyKeeps reports whether the policy's capability list lets a member
+// keep capability c (CAP_ form); an absent list keeps every one.
+func policyKeeps(p *zone.Policy, c string) bool {
+	if p.Capabilities.Allowed == nil {
+		return true
+	}
+	return slices.ContainsFunc(*p.Capabilities.Allowed, func(name string) bool {
+		n, err := zone.CapabilityName(name)
+		return err == nil && n == c
+	})
 }
 
 // limitCapabilities keeps in every capability set of proc only what the
@@ -155,13 +191,8 @@ func cgroupEscapeRoutes(cfg *configs.Config, p *zone.Policy) []string {
 			routes = append(routes, fmt.Sprintf("cgroup escape guard: %s is a writable mount of the cgroup hierarchy %s (mount it read-only)", m.Destination, m.Source))
 		}
 	}
-	sysAdmin := cfg.Capabilities != nil && slices.Contains(cfg.Capabilities.Bounding, "CAP_SYS_ADMIN")
-	if a := p.Capabilities.Allowed; sysAdmin && a != nil {
-		sysAdmin = slices.ContainsFunc(*a, func(c string) bool {
-			n, err := zone.CapabilityName(c)
-			return err == nil && n == "CAP_SYS_ADMIN"
-		})
-	}
+	sysAdmin := cfg.Capabilities != nil && slices.Contains(cfg.Capabilities.Bounding, "CAP_SYS_ADMIN") &&
+		policyKeeps(p, "CAP_SYS_ADMIN")
 	if sysAdmin && !cfg.Namespaces.Contains(configs.NEWCGROUP) {
 		routes = append(routes, "cgroup escape guard: CAP_SYS_ADMIN without a cgroup namespace can mount the whole cgroup hierarchy (add a cgroup namespace or drop the capability)")
 	}

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/zone"
@@ -117,10 +121,11 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
 	e.verifyResources(c, name, &z.Policy.Resources, r)
+	cfg := c.Config()
+	verifyBPF(&cfg, &z.Policy, st.Pid, name, r)
 	if guarded {
 		return true // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
 	}
-	cfg := c.Config()
 	if routes := cgroupEscapeRoutes(&cfg, &z.Policy); len(routes) > 0 {
 		r.Add(name+": cgroup escape", false, "%s", strings.Join(routes, "; "))
 	} else {
@@ -148,4 +153,30 @@ func (e *Engine) verifyResources(c *Container, name string, p *zone.Resources, r
 	} else {
 		r.Add(name+": resources", true, "within the zone's [resources]: %s", strings.Join(read, ", "))
 	}
+}
+
+// verifyBPF checks that a member that may not call bpf(2) (keepsBPF) has
+// the seccomp rule that denies it, and that its init runs under a filter.
+func verifyBPF(cfg *configs.Config, p *zone.Policy, pid int, name string, r *zone.IsolationReport) {
+	if keepsBPF(cfg, p) {
+		r.Add(name+": bpf", true, "bpf(2) allowed: the member keeps CAP_BPF or CAP_SYS_ADMIN and the policy grants it")
+		return
+	}
+	denied := cfg.Seccomp != nil && slices.ContainsFunc(cfg.Seccomp.Syscalls, func(sc *configs.Syscall) bool {
+		return sc.Name == "bpf" && sc.Action == configs.Errno && sc.ErrnoRet != nil && *sc.ErrnoRet == uint(unix.EPERM)
+	})
+	if !denied {
+		r.Add(name+": bpf", false, "no seccomp rule denies bpf(2) (created by a rauha without it: recreate the container)")
+		return
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		r.Add(name+": bpf", false, "read the init's status: %v", err)
+		return
+	}
+	if !strings.Contains(string(status), "\nSeccomp:\t2\n") {
+		r.Add(name+": bpf", false, "the init (pid %d) runs without a seccomp filter", pid)
+		return
+	}
+	r.Add(name+": bpf", true, "bpf(2) fails with EPERM (seccomp)")
 }

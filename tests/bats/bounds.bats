@@ -99,3 +99,52 @@ check_is() {
 	assert_failure 1
 	check_is "$stdout" "container c1: resources" false "pids.max: pids_max unlimited is above the zone's limit 20"
 }
+
+@test "bpf: a member without CAP_BPF/CAP_SYS_ADMIN gets EPERM from bpf(2), even for a pinned map it can see" {
+	requires seccomp go
+	local get
+	get=$(build_helper bpfget)
+	# Audit admission: refusing a mount of the pin directory is admission's
+	# job; the bpf(2) deny must hold on its own.
+	rt zone create bz --policy "$(policy bz <<-'EOF'
+		[zone]
+		admission = "audit"
+	EOF
+	)" >/dev/null
+	[[ -e $PIN_DIR/zone_policy ]] || fail "no pinned zone_policy in $PIN_DIR"
+	cp "$get" "$(bundle_dir b)/rootfs/bin/bpfget"
+	# No capabilities at all: the read-only bind of the pins is all it has.
+	cfg b '.process.capabilities = {} |
+		.mounts += [{destination: "/pins", type: "bind", source: $pins, options: ["rbind", "ro"]}]' --arg pins "$PIN_DIR"
+
+	# Plain runc: the container opens the map that holds every zone's policy.
+	plain run -d --bundle "$(bundle_dir b)" plain-c >/dev/null 2>&1 || fail "runc run failed"
+	run plain exec plain-c bpfget /pins/zone_policy
+	assert_success
+	assert_eq "$output" "opened /pins/zone_policy"
+	plain delete --force plain-c
+
+	in_zone b bz
+	run_ct c1 b
+	rexec c1 bpfget /pins/zone_policy
+	assert_failure 1
+	assert_eq "$stderr" "bpfget /pins/zone_policy: operation not permitted"
+	rexec c1 bpfget /pins/zone_by_cgid
+	assert_failure 1
+
+	rrun rt zone verify --container c1 --format json
+	check_is "$stdout" "container c1: bpf" true "bpf\(2\) fails with EPERM \(seccomp\)"
+
+	# A member that keeps CAP_BPF (no capability list in the policy keeps the
+	# container's own sets) is granted bpf(2).
+	make_bundle b2
+	cp "$get" "$(bundle_dir b2)/rootfs/bin/bpfget"
+	cfg b2 '.process.capabilities |= map_values(. + ["CAP_BPF"]) |
+		.mounts += [{destination: "/pins", type: "bind", source: $pins, options: ["rbind", "ro"]}]' --arg pins "$PIN_DIR"
+	in_zone b2 bz
+	run_ct c2 b2
+	rexec c2 bpfget /pins/zone_policy
+	assert_success
+	rrun rt zone verify --container c2 --format json
+	check_is "$stdout" "container c2: bpf" true "allowed"
+}
