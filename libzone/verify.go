@@ -67,8 +67,10 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	// recorded cgroup id names nothing, and reconcile rightly dropped it
 	// from the kernel. Only live members must be registered.
 	var live []zone.Container
+	lsm := enf.Backend() == BackendLSM
+	pidNS := &pidNSVerifier{e: e, lsm: lsm}
 	for i := range members {
-		if e.verifyMember(&members[i], z, enf.Backend() == BackendLSM, r) {
+		if e.verifyMember(&members[i], z, lsm, pidNS, r) {
 			live = append(live, members[i])
 		}
 	}
@@ -82,7 +84,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 // host, and, without the bpf-lsm cgroup guard, its configuration gives it no
 // way out of its cgroup. It reports whether the member has a process (is
 // not stopped).
-func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *zone.IsolationReport) bool {
+func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, pidNS *pidNSVerifier, r *zone.IsolationReport) bool {
 	name := "container " + m.ID
 	c, err := e.Load(m.ID)
 	if err != nil {
@@ -123,6 +125,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 	e.verifyResources(c, name, &z.Policy.Resources, r)
 	cfg := c.Config()
 	verifyBPF(&cfg, &z.Policy, st.Pid, name, r)
+	pidNS.verify(z.Name, st.Pid, name, r)
 	if guarded {
 		return true // bpf-lsm: file_open denies the write itself (bpf/lsm.bpf.h)
 	}
@@ -179,4 +182,42 @@ func verifyBPF(cfg *configs.Config, p *zone.Policy, pid int, name string, r *zon
 		return
 	}
 	r.Add(name+": bpf", true, "bpf(2) fails with EPERM (seccomp)")
+}
+
+// verifyPidNS checks that nobody the zone does not trust shares the member's
+// pid namespace or one above it (pidns.go): under audit admission a member
+// may have been started with such a sharer, and one may join later.
+func (v *pidNSVerifier) verify(zoneName string, pid int, name string, r *zone.IsolationReport) {
+	chain, err := pidNSChain("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	if err != nil {
+		r.Add(name+": pid namespace", false, "%v", err)
+		return
+	}
+	if len(chain) == 0 {
+		r.Add(name+": pid namespace", true, "the host's: see the namespaces check")
+		return
+	}
+	if v.err == nil && v.idx == nil {
+		if v.idx, v.err = scanPidNS(); v.err == nil {
+			v.state, v.err = v.e.pidNSState()
+		}
+	}
+	if v.err != nil {
+		r.Add(name+": pid namespace", false, "%v", v.err)
+		return
+	}
+	if conflicts := pidNSConflicts(zoneName, pidNSSharers(v.idx.tasks(chain), v.state.members), v.state.policies, v.lsm); len(conflicts) > 0 {
+		r.Add(name+": pid namespace", false, "%s", strings.Join(conflicts, "; "))
+		return
+	}
+	r.Add(name+": pid namespace", true, "shared with no task of another zone or of no zone")
+}
+
+// pidNSVerifier reads /proc and the store once for all members of a verify.
+type pidNSVerifier struct {
+	e     *Engine
+	lsm   bool
+	idx   pidNSIndex
+	state *pidNSState
+	err   error
 }

@@ -148,3 +148,96 @@ check_is() {
 	rrun rt zone verify --container c2 --format json
 	check_is "$stdout" "container c2: bpf" true "allowed"
 }
+
+# join_pidns BUNDLE HOSTPID: the bundle's container joins the pid namespace
+# of process HOSTPID (by path, as pods and `--pid container:` do).
+join_pidns() {
+	cfg "$1" '.linux.namespaces |= map(if .type == "pid" then .path = $p else . end)' --arg p "/proc/$2/ns/pid"
+}
+
+# nspid HOSTPID: the pid of HOSTPID in its own (innermost) pid namespace.
+nspid() {
+	awk '/^NSpid:/ {print $NF}' "/proc/$1/status"
+}
+
+# pidns_policy NAME ADMISSION [ALLOWED-ZONE]: a policy file with no path
+# rules, the given admission and [signals] allowed_zones.
+pidns_policy() {
+	policy "$1" <<-EOF
+		[zone]
+		admission = "$2"
+		[signals]
+		allowed_zones = [${3:+\"$3\"}]
+	EOF
+}
+
+@test "pid namespace: a container joining another zone's pid namespace is refused (strict) or fails verify (audit)" {
+	local tracer bpid
+	tracer=$(build_helper ptrace)
+	make_bundle a
+	cfg a '.process.capabilities |= map_values(. + ["CAP_SYS_PTRACE"])'
+	cp "$tracer" "$(bundle_dir a)/rootfs/bin/ptrace"
+
+	# Plain runc: B joins A's pid namespace; A traces and kills B's task.
+	plain run -d --bundle "$(bundle_dir a)" plain-a >/dev/null 2>&1 || fail "runc run a failed"
+	join_pidns b "$(plain state plain-a | jq .pid)"
+	plain run -d --bundle "$(bundle_dir b)" plain-b >/dev/null 2>&1 || fail "runc run b failed"
+	bpid=$(nspid "$(plain state plain-b | jq .pid)")
+	run plain exec plain-a ptrace "$bpid"
+	assert_success
+	assert_eq "$output" "traced $bpid"
+	run plain exec plain-a kill -KILL "$bpid"
+	assert_success
+	retry 50 0.1 eval '[[ $(plain state plain-b | jq -r .status) == stopped ]]' || fail "runc: B's task survived A's kill"
+	plain delete --force plain-b
+	plain delete --force plain-a
+
+	# Zones a and b, strict admission, neither allows the other.
+	rt zone create a --policy "$(pidns_policy a strict)" >/dev/null
+	rt zone create b --policy "$(pidns_policy b strict)" >/dev/null
+	in_zone a a
+	run_ct ca a
+	join_pidns b "$(ct_pid ca)"
+	in_zone b b
+	rrun rt run -d --bundle "$(bundle_dir b)" cb
+	assert_error_line "zone b \(admission strict\) refuses container cb: signals: the pid namespace is shared with zone a \(pid [0-9]+\), whose tasks Landlock cannot keep from signalling or tracing zone b"
+	assert_nothing_left cb
+	rrun rt zone verify a --format json
+	check_is "$stdout" "container ca: pid namespace" true
+
+	# Audit admission: it starts, the route is open, and verify says so on
+	# both sides.
+	rt zone create b2 --policy "$(pidns_policy b2 audit)" >/dev/null
+	in_zone b b2
+	run_ct cb b
+	assert_match "$(cat "$BATS_TEST_TMPDIR/cb.err")" "zone b2 admits container cb without: signals: the pid namespace is shared with zone a"
+	bpid=$(nspid "$(ct_pid cb)")
+	rexec ca ptrace "$bpid"
+	assert_success
+	rrun rt zone verify b2 --format json
+	assert_failure 1
+	check_is "$stdout" "container cb: pid namespace" false "shared with zone a \(pid [0-9]+\)"
+	rrun rt zone verify a --format json
+	assert_failure 1
+	check_is "$stdout" "container ca: pid namespace" false "shared with zone b2 \(pid [0-9]+\)"
+	rt delete --force cb
+
+	# Zones that allow each other may share one, under strict admission.
+	rt zone create c --policy "$(pidns_policy c strict a)" >/dev/null
+	rt zone update a --policy "$(pidns_policy a strict c)" >/dev/null
+	in_zone b c
+	run_ct cc b
+	rrun rt zone verify c --format json
+	check_is "$stdout" "container cc: pid namespace" true
+}
+
+@test "pid namespace: a container joining the pid namespace of a task of no zone is refused (strict)" {
+	plain run -d --bundle "$(bundle_dir b)" plain-x >/dev/null 2>&1 || fail "runc run failed"
+	make_bundle z
+	join_pidns z "$(plain state plain-x | jq .pid)"
+	rt zone create s --policy "$(pidns_policy s strict)" >/dev/null
+	in_zone z s
+	rrun rt run -d --bundle "$(bundle_dir z)" cz
+	assert_error_line "zone s \(admission strict\) refuses container cz: signals: the pid namespace is shared with tasks of no zone \(pid [0-9]+\)"
+	assert_nothing_left cz z
+}
