@@ -21,7 +21,7 @@ import (
 // did. A value that means "no limit" is above every ceiling. A zero memory
 // limit, CPU share or IO weight is not a limit but "leave it as it is"
 // (libcontainer writes nothing for it; docker sends those zeros for unset
-// fields), so it passes.
+// fields), and a zero pids limit is pids.max 1: they pass.
 
 // unlimited stands for "no limit" in the comparisons below.
 const unlimited = -1
@@ -50,8 +50,10 @@ func limitsAbove(r *specs.LinuxResources, p *zone.Resources) []string {
 		}
 	}
 	if r.Pids != nil && r.Pids.Limit != nil {
+		// Negative is pids.max "max"; 0 is written as 1 (libcontainer
+		// maps it so, like systemd's TasksMax), which is within any limit.
 		v := *r.Pids.Limit
-		if v <= 0 { // pids.max "max"
+		if v < 0 {
 			v = unlimited
 		}
 		add(above("pids_max", v, p.PidsMax))
