@@ -157,7 +157,13 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 	case bpf.ControlPtrace:
 		ze.Object = fmt.Sprintf("ptrace pid %d", ev.TargetPid)
 	case bpf.ControlCapability:
-		ze.Object = capabilityName(ev.Arg)
+		if ev.Hook == bpf.HookSysExit {
+			// The observer: bpf(2) denied by the seccomp rule of a member
+			// without CAP_BPF or CAP_SYS_ADMIN (controls.go, keepsBPF).
+			ze.Object = fmt.Sprintf("bpf(2) command %d without CAP_BPF or CAP_SYS_ADMIN", ev.Arg)
+		} else {
+			ze.Object = capabilityName(ev.Arg)
+		}
 	default:
 		ze.Object = ev.Path
 		if ze.Object == "" && ev.Ino != 0 {

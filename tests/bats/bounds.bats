@@ -131,6 +131,10 @@ check_is() {
 	assert_eq "$stderr" "bpfget /pins/zone_policy: operation not permitted"
 	rexec c1 bpfget /pins/zone_by_cgid
 	assert_failure 1
+	# The sys_exit observer records the EPERM (BPF_OBJ_GET is command 7).
+	ev=$(wait_event bz '.control == "capability" and .container == "c1"')
+	jq -e '.decision == "deny" and .comm == "bpfget" and .object == "bpf(2) command 7 without CAP_BPF or CAP_SYS_ADMIN (operation not permitted)"' <<<"$ev" >/dev/null ||
+		fail "event: $ev"
 
 	rrun rt zone verify --container c1 --format json
 	check_is "$stdout" "container c1: bpf" true "bpf\(2\) fails with EPERM \(seccomp\)"
@@ -145,6 +149,7 @@ check_is() {
 	run_ct c2 b2
 	rexec c2 bpfget /pins/zone_policy
 	assert_success
+	no_event bz '.container == "c2"'
 	rrun rt zone verify --container c2 --format json
 	check_is "$stdout" "container c2: bpf" true "allowed"
 }
