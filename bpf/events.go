@@ -153,7 +153,7 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &raw); err != nil {
 			return out, fmt.Errorf("decode event of %d bytes: %w", len(rec.RawSample), err)
 		}
-		if k.lsm && Hook(raw.Hook) == HookSysExit && Control(raw.Control) != ControlFile && Control(raw.Control) != ControlExec {
+		if k.lsm && Hook(raw.Hook) == HookSysExit && !observedOnLSM(Control(raw.Control)) {
 			// The LSM hook that denied it sent its own event.
 			continue
 		}
@@ -163,6 +163,13 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		out = append(out, decodeEvent(&raw, clock))
 	}
 	return out, nil
+}
+
+// observedOnLSM reports the controls whose observer events the bpf-lsm
+// backend keeps: file and exec (Landlock's allow-lists, which no hook sees)
+// and capability (bpf(2) denied by seccomp; lsm/capable never runs for it).
+func observedOnLSM(c Control) bool {
+	return c == ControlFile || c == ControlExec || c == ControlCapability
 }
 
 // lsmDenials remembers, per thread, the file or exec denial an LSM hook has

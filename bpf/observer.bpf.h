@@ -34,6 +34,7 @@
 #define NR_memfd_create 319
 #define NR_execveat 322
 #define NR_openat2 437
+#define NR_bpf 321
 
 #define TS_COMPAT 0x0002
 #define PROT_EXEC 0x4
@@ -76,6 +77,10 @@ static __always_inline int observed_control(long nr, long ret)
 		/* EPERM from connect is our own cgroup program, which already
 		 * emitted the event; Landlock's TCP denial is EACCES. */
 		return ret == -EACCES ? CONTROL_EGRESS : -1;
+	case NR_bpf:
+		/* The seccomp rule a member without CAP_BPF or CAP_SYS_ADMIN
+		 * gets (libzone/controls.go, keepsBPF): no LSM hook sees it. */
+		return ret == -EPERM ? CONTROL_CAPABILITY : -1;
 	}
 	return -1;
 }
@@ -168,6 +173,9 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	case NR_ptrace:
 		e->target_pid = (__s32)a1;
 		e->arg = a0;
+		break;
+	case NR_bpf:
+		e->arg = a0; /* the bpf command */
 		break;
 	case NR_connect: {
 		/* sockaddr_in is 16 bytes: read what every family has first. */

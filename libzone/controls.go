@@ -27,6 +27,9 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 	if len(p.Syscalls.Deny) > 0 {
 		denySyscalls(cfg, p.Syscalls.Deny)
 	}
+	if !keepsBPF(cfg, p) {
+		denySyscalls(cfg, []string{"bpf"})
+	}
 	limitResources(cfg.Cgroups.Resources, &p.Resources)
 	if p.Devices.Allowed != nil {
 		filterDevices(cfg, *p.Devices.Allowed)
@@ -42,6 +45,19 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 		}
 	}
 	return conflicts
+}
+
+// keepsBPF reports whether a member may call bpf(2): only when it keeps
+// CAP_BPF or CAP_SYS_ADMIN, in its own bounding set and in the policy's
+// capability list (an absent list keeps the container's sets). Every other
+// member gets EPERM from seccomp, also for the commands the kernel allows
+// without a capability: BPF_OBJ_GET of a pinned object needs nothing but
+// the file, so a pin directory reachable from the container (a bind mount
+// of /sys/fs/bpf, an fd passed in) would hand it the maps that enforce
+// every zone. This holds in audit mode too: the maps are shared by all
+// zones of the root.
+func keepsBPF(cfg *configs.Config, p *zone.Policy) bool {
+	return keepsCap(cfg, p, "CAP_BPF") || keepsCap(cfg, p, "CAP_SYS_ADMIN")
 }
 
 // limitCapabilities keeps in every capability set of proc only what the

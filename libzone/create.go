@@ -127,6 +127,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
 	}
 	conflicts = append(conflicts, routes...)
+	shared, err := e.sharedPidNSConflicts(z, config, enf.Backend() == BackendLSM)
+	if err != nil {
+		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
+	}
+	conflicts = append(conflicts, shared...)
 	if len(conflicts) > 0 {
 		if policy.Zone.Admission == zone.AdmissionStrict {
 			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",
