@@ -54,6 +54,7 @@ const (
 	HookLSMSocketConnect = Hook(rauhaHookHOOK_LSM_SOCKET_CONNECT)
 	HookLSMSocketSendmsg = Hook(rauhaHookHOOK_LSM_SOCKET_SENDMSG)
 	HookLSMCapable       = Hook(rauhaHookHOOK_LSM_CAPABLE)
+	HookSkbEgress        = Hook(rauhaHookHOOK_SKB_EGRESS)
 )
 
 var hookNames = map[Hook]string{
@@ -63,6 +64,7 @@ var hookNames = map[Hook]string{
 	HookLSMBprmCheck: "lsm/bprm_check_security", HookLSMPtrace: "lsm/ptrace_access_check",
 	HookLSMTaskKill: "lsm/task_kill", HookLSMSocketConnect: "lsm/socket_connect",
 	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
+	HookSkbEgress: "cgroup_skb/egress",
 }
 
 func (h Hook) String() string {
@@ -117,6 +119,10 @@ type Event struct {
 	TargetPid  int32          // signal/ptrace target
 	TargetZone uint32         // signal/ptrace/cgroup target zone (bpf-lsm)
 	Addr       netip.AddrPort // egress destination
+	// Egress packet (HookSkbEgress): its IP protocol, and whether it was
+	// source-routed or could not be parsed, so its destination was not judged.
+	Proto        uint8
+	SourceRouted bool
 	Syscall    uint32         // observer: x86_64 syscall number
 }
 
@@ -215,6 +221,9 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Addr[:4])), r.Port)
 		case unix.AF_INET6:
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom16(r.Addr), r.Port)
+		}
+		if e.Hook == HookSkbEgress {
+			e.Proto, e.SourceRouted, e.Arg = uint8(r.Arg), r.Arg>>8&1 != 0, 0
 		}
 	}
 	return e
