@@ -77,6 +77,7 @@ int egress_sendmsg6(struct bpf_sock_addr *ctx)
 #define ETH_P_IPV6 0x86DD
 #define IPOPT_LSRR 131
 #define IPOPT_SSRR 137
+#define IPPROTO_ICMPV6 58
 #define NEXTHDR_HOP 0
 #define NEXTHDR_ROUTING 43
 #define NEXTHDR_FRAGMENT 44
@@ -221,8 +222,8 @@ static __always_inline void parse_ip6(struct __sk_buff *skb, struct packet *p)
 		__u8 e[4];
 		switch (next) {
 		case NEXTHDR_ROUTING:
-			p->unjudgeable = true;
-			return;
+			p->unjudgeable = true; /* and read on, for the event's port */
+			/* fall through */
 		case NEXTHDR_HOP:
 		case NEXTHDR_DEST:
 		case NEXTHDR_AUTH:
@@ -296,23 +297,45 @@ static __always_inline bool inbound_tcp(struct __sk_buff *skb, const struct pack
 }
 
 /*
- * The network namespace cookie of the socket sending skb, 0 if unknown.
- * bpf_get_netns_cookie takes a __sk_buff only since 6.17, and the verifier
- * forbids arithmetic on a socket pointer: read the pointer's value through
- * the stack, then the socket's netns with CO-RE.
+ * The kernel socket behind skb, NULL if none. The verifier forbids
+ * arithmetic on a socket pointer: its value is read through the stack, and
+ * fields through CO-RE probe reads.
  */
-static __always_inline __u64 skb_netns_cookie(struct __sk_buff *skb)
+static __always_inline struct sock *skb_sock(struct __sk_buff *skb)
 {
 	struct bpf_sock *bsk = skb->sk;
 	struct sock *sk = NULL;
 
-	if (!bsk)
+	if (bsk)
+		bpf_probe_read_kernel(&sk, sizeof(sk), &bsk);
+	return sk;
+}
+
+/* The network namespace cookie of sk, 0 if unknown (bpf_get_netns_cookie
+ * takes a __sk_buff only since 6.17). */
+static __always_inline __u64 sock_cookie_of_netns(struct sock *sk)
+{
+	if (!sk)
 		return 0;
-	bpf_probe_read_kernel(&sk, sizeof(sk), &bsk);
 	struct net *net = BPF_CORE_READ(sk, __sk_common.skc_net.net);
 	if (!bpf_core_field_exists(net->net_cookie))
 		return 0;
 	return BPF_CORE_READ(net, net_cookie);
+}
+
+/*
+ * The network namespace's own signalling: its kernel sockets (neighbour
+ * discovery, MLD, IGMP, ICMP errors and echo replies, TCP resets) belong
+ * to the cgroup of the task that created the netns, usually the member's
+ * init. Their packets carry no data a task chose. Kernel UDP sockets
+ * (tunnels: VXLAN, WireGuard) carry what tasks send and stay judged.
+ */
+static __always_inline bool kernel_signalling(struct sock *sk, const struct packet *p)
+{
+	if (!sk || !BPF_CORE_READ_BITFIELD_PROBED(sk, sk_kern_sock))
+		return false;
+	return p->proto == IPPROTO_ICMP || p->proto == IPPROTO_ICMPV6 || p->proto == IPPROTO_IGMP ||
+	       p->proto == IPPROTO_TCP;
 }
 
 /* One event per denied packet would let a flood fill the ring buffer and
@@ -361,8 +384,8 @@ static __always_inline void skb_event(__u32 zone, const struct policy *pol, stru
  * "ping"), after routing, with the destination it really has. Other
  * families (packet sockets) never reach cgroup_skb programs: they need
  * CAP_NET_RAW, which libzone takes from egress-restricted zones.
- * Replies the kernel sends for the netns (ICMP errors, RSTs, echo replies)
- * leave from its own sockets, outside every member cgroup.
+ * The netns's own signalling passes (kernel_signalling), and so do
+ * inbound TCP connections (inbound_tcp).
  */
 SEC("cgroup_skb/egress")
 int egress_skb(struct __sk_buff *skb)
@@ -385,8 +408,9 @@ int egress_skb(struct __sk_buff *skb)
 
 	struct counters *c = counters_of(zone);
 	count_check(c, CONTROL_EGRESS);
+	struct sock *sk = skb_sock(skb);
 	if (!p.unjudgeable) {
-		__u64 cookie = skb_netns_cookie(skb);
+		__u64 cookie = sock_cookie_of_netns(sk);
 		bool allowed;
 		if (p.family == AF_INET)
 			allowed = own_loopback(member, cookie, is_loopback4(p.daddr[0])) ||
@@ -394,7 +418,7 @@ int egress_skb(struct __sk_buff *skb)
 		else
 			allowed = own_loopback(member, cookie, is_loopback6(p.daddr)) ||
 				  egress6_allowed(zone, p.daddr, p.dport);
-		if (allowed || inbound_tcp(skb, &p))
+		if (allowed || inbound_tcp(skb, &p) || kernel_signalling(sk, &p))
 			return 1;
 	}
 	if (c)

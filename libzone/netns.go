@@ -20,7 +20,9 @@ import (
 // process entering that namespace later (ip netns exec, a second
 // container given the same path) shares it, which only the host's root
 // can arrange. Two containers sharing one namespace get no exemption,
-// even in one zone: list the loopback in allowed_egress for them.
+// even in one zone: list the loopback in allowed_egress for them. Neither
+// does a namespace when a process whose namespaces rauha may not inspect
+// runs on the host (another user namespace's init).
 func ownNetns(cfg *configs.Config, pid int) (string, error) {
 	if !cfg.Namespaces.Contains(configs.NEWNET) {
 		return "", nil
@@ -46,6 +48,9 @@ func ownNetns(cfg *configs.Config, pid int) (string, error) {
 		err := unix.Stat("/proc/"+p.Name()+"/ns/net", &st)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
 			continue // exited meanwhile
+		}
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return "", nil // a process rauha cannot inspect may be in it
 		}
 		if err != nil {
 			return "", fmt.Errorf("network namespace of pid %s: %w", p.Name(), err)
