@@ -408,17 +408,21 @@ int egress_skb(struct __sk_buff *skb)
 
 	struct counters *c = counters_of(zone);
 	count_check(c, CONTROL_EGRESS);
-	struct sock *sk = skb_sock(skb);
+	/* The allow-list first: the socket's fields cost probe reads. */
 	if (!p.unjudgeable) {
-		__u64 cookie = sock_cookie_of_netns(sk);
-		bool allowed;
-		if (p.family == AF_INET)
-			allowed = own_loopback(member, cookie, is_loopback4(p.daddr[0])) ||
-				  egress4_allowed(zone, p.daddr[0], p.dport);
-		else
-			allowed = own_loopback(member, cookie, is_loopback6(p.daddr)) ||
-				  egress6_allowed(zone, p.daddr, p.dport);
-		if (allowed || inbound_tcp(skb, &p) || kernel_signalling(sk, &p))
+		bool loopback;
+		if (p.family == AF_INET) {
+			if (egress4_allowed(zone, p.daddr[0], p.dport))
+				return 1;
+			loopback = is_loopback4(p.daddr[0]);
+		} else {
+			if (egress6_allowed(zone, p.daddr, p.dport))
+				return 1;
+			loopback = is_loopback6(p.daddr);
+		}
+		if (loopback && own_loopback(member, sock_cookie_of_netns(skb_sock(skb)), true))
+			return 1;
+		if (inbound_tcp(skb, &p) || kernel_signalling(skb_sock(skb), &p))
 			return 1;
 	}
 	if (c)
