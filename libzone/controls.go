@@ -65,7 +65,7 @@ func limitCapabilities(proc *libcontainer.Process, p *zone.Policy) {
 		keep = func(set []string) []string {
 			return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return !allowed[c] })
 		}
-	case dropsNetRaw(p):
+	case restrictsEgress(p):
 		keep = func(set []string) []string {
 			return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return c == "CAP_NET_RAW" })
 		}
@@ -77,10 +77,10 @@ func limitCapabilities(proc *libcontainer.Process, p *zone.Policy) {
 	c.Permitted, c.Ambient = keep(c.Permitted), keep(c.Ambient)
 }
 
-// dropsNetRaw reports whether a policy without a capability list takes
-// CAP_NET_RAW: it restricts egress and enforces (in audit mode the packet
-// program reports raw packets and lets them through).
-func dropsNetRaw(p *zone.Policy) bool {
+// restrictsEgress reports whether a policy enforces an egress allow-list;
+// without a capability list it then takes CAP_NET_RAW (in audit mode the
+// packet program reports raw packets and lets them through).
+func restrictsEgress(p *zone.Policy) bool {
 	return p.Network.AllowedEgress != nil && p.Zone.Mode != zone.ModeAudit
 }
 
