@@ -56,6 +56,7 @@ const (
 	HookLSMCapable       = Hook(rauhaHookHOOK_LSM_CAPABLE)
 	HookLSMMmapFile      = Hook(rauhaHookHOOK_LSM_MMAP_FILE)
 	HookLSMFileMprotect  = Hook(rauhaHookHOOK_LSM_FILE_MPROTECT)
+	HookSkbEgress        = Hook(rauhaHookHOOK_SKB_EGRESS)
 )
 
 var hookNames = map[Hook]string{
@@ -66,6 +67,7 @@ var hookNames = map[Hook]string{
 	HookLSMTaskKill: "lsm/task_kill", HookLSMSocketConnect: "lsm/socket_connect",
 	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
 	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
+	HookSkbEgress: "cgroup_skb/egress",
 }
 
 func (h Hook) String() string {
@@ -120,7 +122,11 @@ type Event struct {
 	TargetPid  int32          // signal/ptrace target
 	TargetZone uint32         // signal/ptrace/cgroup target zone (bpf-lsm)
 	Addr       netip.AddrPort // egress destination
-	Syscall    uint32         // observer: x86_64 syscall number
+	// Egress packet (HookSkbEgress): its IP protocol, and whether it was
+	// source-routed or could not be parsed, so its destination was not judged.
+	Proto        uint8
+	SourceRouted bool
+	Syscall      uint32 // observer: x86_64 syscall number
 }
 
 // DrainEvents returns up to max events already in the ring buffer, oldest
@@ -225,6 +231,9 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Addr[:4])), r.Port)
 		case unix.AF_INET6:
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom16(r.Addr), r.Port)
+		}
+		if e.Hook == HookSkbEgress {
+			e.Proto, e.SourceRouted, e.Arg = uint8(r.Arg), r.Arg>>8&1 != 0, 0
 		}
 	}
 	return e

@@ -229,8 +229,8 @@ static __always_inline __u64 sock_netns_cookie(struct socket *sock)
  * family and other families are left to the kernel, which rejects or does
  * not route them.
  */
-static __always_inline int sockaddr_egress(__u32 zone, struct socket *sock, void *sa, int len,
-					   __u16 hook)
+static __always_inline int sockaddr_egress(__u32 zone, __u64 member, struct socket *sock, void *sa,
+					   int len, __u16 hook)
 {
 	__u16 family = 0;
 	bpf_probe_read_kernel(&family, sizeof(family), sa);
@@ -248,8 +248,8 @@ static __always_inline int sockaddr_egress(__u32 zone, struct socket *sock, void
 	}
 
 	struct event *e;
-	int ret = egress_check(zone, family, addr, bpf_ntohs(port_be), sock_netns_cookie(sock), hook,
-			       &e);
+	int ret = egress_check(zone, member, family, addr, bpf_ntohs(port_be), sock_netns_cookie(sock),
+			       hook, &e);
 	if (e)
 		bpf_ringbuf_submit(e, 0);
 	return ret;
@@ -268,10 +268,11 @@ int BPF_PROG(zone_socket_connect, struct socket *sock, struct sockaddr *address,
 {
 	if (ret)
 		return ret;
-	__u32 zone = current_zone();
+	__u64 member;
+	__u32 zone = current_member(&member);
 	if (!zone || !inet_socket(sock))
 		return 0;
-	return sockaddr_egress(zone, sock, address, addrlen, HOOK_LSM_SOCKET_CONNECT);
+	return sockaddr_egress(zone, member, sock, address, addrlen, HOOK_LSM_SOCKET_CONNECT);
 }
 
 /*
@@ -283,7 +284,8 @@ int BPF_PROG(zone_socket_sendmsg, struct socket *sock, struct msghdr *msg, int s
 {
 	if (ret)
 		return ret;
-	__u32 zone = current_zone();
+	__u64 member;
+	__u32 zone = current_member(&member);
 	if (!zone || !inet_socket(sock))
 		return 0;
 
@@ -295,7 +297,7 @@ int BPF_PROG(zone_socket_sendmsg, struct socket *sock, struct msghdr *msg, int s
 	if (BPF_CORE_READ(sock, type) == SOCK_STREAM &&
 	    !(BPF_CORE_READ(msg, msg_flags) & MSG_FASTOPEN))
 		return 0;
-	return sockaddr_egress(zone, sock, name, len, HOOK_LSM_SOCKET_SENDMSG);
+	return sockaddr_egress(zone, member, sock, name, len, HOOK_LSM_SOCKET_SENDMSG);
 }
 
 SEC("lsm/capable")

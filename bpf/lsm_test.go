@@ -70,13 +70,16 @@ func TestLSM(t *testing.T) {
 	cgA := testCgroup(t, "lsm-a")
 	cgB := testCgroup(t, "lsm-b")
 	isolated := ZonePolicy{DenyCrossZoneSignal: true, DenyCrossZonePtrace: true}
+	cgids := map[uint32]uint64{}
 	for zone, cg := range map[uint32]string{zoneA: cgA, zoneB: cgB} {
 		if err := k.SetPolicy(zone, isolated); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.AddMember(zone, cg); err != nil {
+		cgid, err := k.AddMember(zone, cg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		cgids[zone] = cgid
 	}
 	att, err := k.Attached()
 	if err != nil {
@@ -84,6 +87,11 @@ func TestLSM(t *testing.T) {
 	}
 	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
 		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect"}
+	for _, zone := range []uint32{zoneA, zoneB} {
+		want = append(want, "cgroup_skb/egress cgroup="+strconv.FormatUint(cgids[zone], 10))
+	}
+	slices.Sort(att)
+	slices.Sort(want)
 	if !slices.Equal(att, want) {
 		t.Errorf("Attached() = %q, want %q", att, want)
 	}
@@ -228,9 +236,16 @@ func TestLSM(t *testing.T) {
 		inA.expect(t, "EPERM", "connect", ap("::1", closed))
 		inA.expect(t, "EPERM", "connect6", ap("::ffff:127.0.0.1", closed))
 		host.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
-		own := workload{cgroup: cgA, netns: true} // its own loopback is not egress
-		own.expect(t, "ENETUNREACH", "connect", ap("127.0.0.1", closed))
-		own.expect(t, "EPERM", "connect", ap("10.11.12.13", 80))
+		// The loopback of a netns registered as the member's own is not egress.
+		holder := workload{cgroup: cgA, netns: true}.start(t)
+		ns := "/proc/" + strconv.Itoa(holder) + "/ns/net"
+		if err := k.SetMemberNetns(cgids[zoneA], ns); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "ECONNREFUSED", "in-netns", ns, "connect", ap("127.0.0.1", closed))
+		inA.expect(t, "EPERM", "in-netns", ns, "connect", ap("10.11.12.13", 80))
+		workload{cgroup: cgA, netns: true}.expect(t, "EPERM", "connect", ap("127.0.0.1", closed))
+		inA.expect(t, "EPERM", "raw", "127.0.0.2") // the packet program, on this backend too
 		if ev := denied(ControlEgress, HookLSMSocketConnect); ev.Addr.Port() != closed {
 			t.Errorf("event: %+v", ev)
 		}

@@ -346,7 +346,7 @@ func privateNamespace(cfg *configs.Config, t configs.NamespaceType) bool {
 	return cfg.Namespaces.Contains(t) && cfg.Namespaces.PathOf(t) == ""
 }
 
-func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
+func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container, netns string) error {
 	if err := ke.joinFileDenies(z, c); err != nil {
 		return err
 	}
@@ -356,6 +356,11 @@ func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
 		return fmt.Errorf("zone %s: register container %s: %w", z.Name, c.ID, err)
 	}
 	c.CgroupID = cgid
+	if netns != "" {
+		if err := ke.k.SetMemberNetns(cgid, netns); err != nil {
+			return fmt.Errorf("zone %s: container %s: %w", z.Name, c.ID, err)
+		}
+	}
 	return nil
 }
 
@@ -409,6 +414,18 @@ func (ke *kernelEnforcer) Verify(z *zone.Zone, members []zone.Container, r *zone
 			r.Add(name, false, "cgroup id %d is registered in zone id %d, not %d", m.CgroupID, zid, z.ID)
 		} else {
 			r.Add(name, true, "cgroup id %d registered in zone id %d", m.CgroupID, zid)
+		}
+	}
+	for _, m := range members {
+		name := "container " + m.ID + ": packet egress"
+		want := "cgroup_skb/egress cgroup=" + strconv.FormatUint(m.CgroupID, 10)
+		switch {
+		case attached == nil:
+			r.Add(name, false, "attached programs unknown: %v", err)
+		case slices.Contains(attached, want):
+			r.Add(name, true, "cgroup_skb/egress judges every packet of cgroup %d", m.CgroupID)
+		default:
+			r.Add(name, false, "cgroup_skb/egress is not attached to cgroup %d: raw and ICMP sockets reach any host; run 'rauha zone reconcile'", m.CgroupID)
 		}
 	}
 	if c, err := ke.k.Counters(z.ID); err != nil {

@@ -62,22 +62,42 @@ func keepsBPF(cfg *configs.Config, p *zone.Policy) bool {
 
 // limitCapabilities keeps in every capability set of proc only what the
 // policy allows. An absent list keeps the sets; an empty one clears them.
+// A zone that restricts egress (and enforces) loses CAP_NET_RAW unless its
+// list names it: packet sockets send frames no cgroup program sees, and
+// raw sockets forge any header.
 func limitCapabilities(proc *libcontainer.Process, p *zone.Policy) {
-	if p.Capabilities.Allowed == nil || proc.Capabilities == nil {
+	if proc.Capabilities == nil {
 		return
 	}
-	allowed := map[string]bool{}
-	for _, name := range *p.Capabilities.Allowed {
-		if n, err := zone.CapabilityName(name); err == nil {
-			allowed[n] = true
+	var keep func(set []string) []string
+	switch {
+	case p.Capabilities.Allowed != nil:
+		allowed := map[string]bool{}
+		for _, name := range *p.Capabilities.Allowed {
+			if n, err := zone.CapabilityName(name); err == nil {
+				allowed[n] = true
+			}
 		}
-	}
-	keep := func(set []string) []string {
-		return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return !allowed[c] })
+		keep = func(set []string) []string {
+			return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return !allowed[c] })
+		}
+	case restrictsEgress(p):
+		keep = func(set []string) []string {
+			return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return c == "CAP_NET_RAW" })
+		}
+	default:
+		return
 	}
 	c := proc.Capabilities
 	c.Bounding, c.Effective, c.Inheritable = keep(c.Bounding), keep(c.Effective), keep(c.Inheritable)
 	c.Permitted, c.Ambient = keep(c.Permitted), keep(c.Ambient)
+}
+
+// restrictsEgress reports whether a policy enforces an egress allow-list;
+// without a capability list it then takes CAP_NET_RAW (in audit mode the
+// packet program reports raw packets and lets them through).
+func restrictsEgress(p *zone.Policy) bool {
+	return p.Network.AllowedEgress != nil && p.Zone.Mode != zone.ModeAudit
 }
 
 // denySyscalls makes the named syscalls fail with EPERM. A rule the profile

@@ -1,9 +1,11 @@
 package libzone
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
@@ -48,5 +50,39 @@ func TestBPFDeniedUnlessKept(t *testing.T) {
 				t.Fatalf("a member keeping bpf got a seccomp filter: %+v", cfg.Seccomp)
 			}
 		})
+	}
+}
+
+func TestLimitCapabilitiesNetRaw(t *testing.T) {
+	caps := func() *libcontainer.Process {
+		set := []string{"CAP_NET_RAW", "CAP_KILL"}
+		return &libcontainer.Process{Capabilities: &configs.Capabilities{
+			Bounding: set, Effective: set, Permitted: set, Inheritable: set, Ambient: set,
+		}}
+	}
+	none, raw := []string{}, []string{"NET_RAW"}
+	for _, tc := range []struct {
+		name    string
+		policy  zone.Policy
+		wantRaw bool
+	}{
+		{"egress unrestricted", zone.Policy{}, true},
+		{"egress restricted", zone.Policy{Network: zone.Network{AllowedEgress: &none}}, false},
+		{"egress restricted, audit", zone.Policy{Zone: zone.ZoneSettings{Mode: zone.ModeAudit}, Network: zone.Network{AllowedEgress: &none}}, true},
+		{"egress restricted, listed", zone.Policy{Network: zone.Network{AllowedEgress: &none}, Capabilities: zone.Capabilities{Allowed: &raw}}, true},
+	} {
+		p := caps()
+		limitCapabilities(p, &tc.policy)
+		c := p.Capabilities
+		for _, set := range [][]string{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient} {
+			if slices.Contains(set, "CAP_NET_RAW") != tc.wantRaw {
+				t.Errorf("%s: capability set %v, want CAP_NET_RAW: %v", tc.name, set, tc.wantRaw)
+			}
+		}
+		if tc.policy.Capabilities.Allowed == nil {
+			if !slices.Contains(c.Bounding, "CAP_KILL") {
+				t.Errorf("%s: CAP_KILL dropped: %v", tc.name, c.Bounding)
+			}
+		}
 	}
 }

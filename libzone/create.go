@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/sirupsen/logrus"
 
@@ -205,7 +206,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 					return err
 				}
 			}
-			cgid, err := e.joinZone(enf, lc, adm)
+			cgid, err := e.joinZone(enf, lc, adm, config, pid)
 			if err != nil {
 				return err
 			}
@@ -231,7 +232,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 
 // joinZone makes the container's cgroup a member of its zone and returns the
 // cgroup v2 id that identifies it to the kernel.
-func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission) (uint64, error) {
+func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission, cfg *configs.Config, pid int) (uint64, error) {
 	st, err := lc.State()
 	if err != nil {
 		return 0, fmt.Errorf("container %s: %w", lc.ID(), err)
@@ -245,7 +246,11 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
 	}
 	adm.rec.CgroupPath = "/" + rel
-	if err := enf.Join(adm.zone, adm.rec); err != nil {
+	netns, err := ownNetns(cfg, pid)
+	if err != nil {
+		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+	}
+	if err := enf.Join(adm.zone, adm.rec, netns); err != nil {
 		return 0, err
 	}
 	return adm.rec.CgroupID, nil

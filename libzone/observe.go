@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/zone"
@@ -154,6 +155,9 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 	switch ev.Control {
 	case bpf.ControlEgress:
 		ze.Object = ev.Addr.String()
+		if ev.Hook == bpf.HookSkbEgress {
+			ze.Object = packetObject(ev)
+		}
 	case bpf.ControlSignal:
 		ze.Object = fmt.Sprintf("signal %d to pid %d", ev.Arg, ev.TargetPid)
 	case bpf.ControlPtrace:
@@ -182,6 +186,39 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 		ze.Object += " (" + ev.Errno.Error() + ")"
 	}
 	return ze
+}
+
+// packetObject names a packet the egress packet program dropped: "packet
+// 10.0.0.2 icmp", "packet [::1]:53 udp", "packet 10.0.0.2:7 udp
+// source-routed". A port is shown only where the protocol has one.
+func packetObject(ev bpf.Event) string {
+	dst := ev.Addr.String()
+	if ev.Addr.Port() == 0 {
+		dst = ev.Addr.Addr().String()
+	}
+	s := "packet " + dst + " " + ipProtoName(ev.Proto)
+	if ev.SourceRouted {
+		s += " source-routed"
+	}
+	return s
+}
+
+func ipProtoName(p uint8) string {
+	switch p {
+	case unix.IPPROTO_ICMP:
+		return "icmp"
+	case unix.IPPROTO_TCP:
+		return "tcp"
+	case unix.IPPROTO_UDP:
+		return "udp"
+	case unix.IPPROTO_ICMPV6:
+		return "icmpv6"
+	case unix.IPPROTO_SCTP:
+		return "sctp"
+	case unix.IPPROTO_RAW:
+		return "raw"
+	}
+	return "proto " + strconv.Itoa(int(p))
 }
 
 // Stats reads the zone's counters from the kernel.

@@ -80,6 +80,20 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	return r, nil
 }
 
+// capBounding reads the bounding capability set of pid.
+func capBounding(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, fmt.Errorf("no CapBnd in /proc/%d/status", pid)
+}
+
 // verifyMember checks what the engine itself guarantees for a member: its
 // cgroup is the one recorded, its init does not share namespaces with the
 // host, its configuration shows it no part of the enforcement, and gives it
@@ -124,6 +138,16 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *
 		r.Add(name+": namespaces", true, "%s distinct from the host", strings.Join(hostNamespaces, ", "))
 	}
 	e.verifyResources(c, name, &z.Policy.Resources, r)
+	if restrictsEgress(&z.Policy) {
+		switch bnd, err := capBounding(st.Pid); {
+		case err != nil:
+			r.Add(name+": packet sockets", false, "read the init's capabilities: %v", err)
+		case bnd&(1<<unix.CAP_NET_RAW) != 0:
+			r.Add(name+": packet sockets", false, "the init holds CAP_NET_RAW (the policy's [capabilities] lists it): packet sockets send frames below IP that no egress program judges")
+		default:
+			r.Add(name+": packet sockets", true, "no CAP_NET_RAW in the init's bounding set")
+		}
+	}
 	cfg := c.Config()
 	verifyBPF(&cfg, &z.Policy, st.Pid, name, r)
 	pidNS.verify(z.Name, st.Pid, name, r)
