@@ -83,9 +83,9 @@ func parseSpec(name string, r io.Reader) (*specs.Spec, error) {
 
 // openBounded opens a JSON input file (config.json, exec --process) and
 // refuses what is not a regular file or is larger than maxConfigSize before
-// reading a byte of it. O_NONBLOCK keeps a FIFO from blocking the open. With
-// pipeOK a FIFO is read too (runc users pass "exec -p <(...)"): its reads
-// wait for a writer's data, a FIFO nobody writes reads as empty at once,
+// reading a byte of it. O_NONBLOCK keeps a FIFO or device from blocking
+// the open that finds out what it is. With pipeOK a FIFO is read too (runc
+// users pass "exec -p <(...)"): as with runc, the read waits for a writer,
 // and decodeBounded bounds its length.
 func openBounded(path, what string, pipeOK bool) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
@@ -100,6 +100,17 @@ func openBounded(path, what string, pipeOK bool) (*os.File, error) {
 	if !fi.Mode().IsRegular() && !(pipeOK && fi.Mode()&os.ModeNamedPipe != 0) {
 		f.Close()
 		return nil, fmt.Errorf("%s %s is not a regular file (%s)", what, path, zone.FileType(fi.Mode()))
+	}
+	if fi.Mode()&os.ModeNamedPipe != 0 {
+		// Like runc, wait for a writer: a FIFO opened without blocking
+		// reads as empty until one comes. Reopening the same inode
+		// through the descriptor cannot land on another file.
+		defer f.Close()
+		bf, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), os.O_RDONLY|unix.O_NOCTTY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("read %s %s: %w", what, path, unwrapPathError(err))
+		}
+		return bf, nil
 	}
 	if fi.Size() > maxConfigSize {
 		f.Close()

@@ -396,6 +396,12 @@ assert_nothing_left() {
 	return 0
 }
 
+# pin_dir_of ROOT: the BPF pin directory rauha uses for state root ROOT
+# (libzone/backend.go: bpfPinDir, the first 6 bytes of sha256(root)).
+pin_dir_of() {
+	echo "/sys/fs/bpf/rauha-$(printf %s "$1" | sha256sum | cut -c1-12)"
+}
+
 # ---------------------------------------------------------------- helpers built from Go
 
 # build_helper NAME: build tests/bats/helpers/NAME (static) once per run;
