@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -213,7 +214,7 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 // started, once the init has mounted everything (Landlock ignores rules on
 // a directory that is later mounted over); an exec'd process gets its rules
 // from the running container's root before it starts.
-func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
+func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
 	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
 	if initPid != 0 {
@@ -225,7 +226,7 @@ func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *l
 		if err != nil || rs == nil {
 			return nil, noop, wrapLandlockErr(z, err)
 		}
-		cleanup, err := landlock.Wrap(p, rs)
+		cleanup, err := landlock.Wrap(p, rs, execStatus)
 		if err != nil {
 			rs.Close()
 			return nil, noop, wrapLandlockErr(z, err)
@@ -240,7 +241,7 @@ func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *l
 		return nil, noop, nil
 	}
 	args := p.Args
-	cleanup, err := landlock.Wrap(p, rs)
+	cleanup, err := landlock.Wrap(p, rs, execStatus)
 	if err != nil {
 		rs.Close()
 		return nil, noop, wrapLandlockErr(z, err)

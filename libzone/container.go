@@ -105,8 +105,17 @@ func (e *Engine) Start(id string) error {
 		}
 		defer notify.Close()
 	}
+	execStatus, err := watchExecStatus(sf.dir)
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
 	if err := sf.execFifo(); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	if execStatus != nil {
+		if err := execStatus.wait(); err != nil {
+			return fmt.Errorf("start container %s: %w", id, err)
+		}
 	}
 	if hooks, err := savedPoststart(sf.dir); err != nil {
 		return err

@@ -112,7 +112,7 @@ func (c *Container) Exec(p *specs.Process, o ExecOptions) (int, error) {
 		prepare: func(lp *libcontainer.Process) (func(), error) {
 			lp.SubCgroupPaths = o.SubCgroupPaths
 			limitCapabilities(lp, &z.Policy)
-			_, release, err := enf.PrepareProcess(z, &cfg, lp, st.InitProcessPid)
+			_, release, err := enf.PrepareProcess(z, &cfg, lp, st.InitProcessPid, nil)
 			return release, err
 		},
 	}
