@@ -138,9 +138,9 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"[resources]\nio_weight = 10001\n", `policy.toml: line 2: resources.io_weight: 10001 out of range: 0 (unset) or 1..10000`},
 		{"[resources]\npids_max = -5\n", `policy.toml: line 2: resources.pids_max: -5 must not be negative (0 = unset)`},
 		{"[resources]\nmemory_limit = -1\n", `policy.toml: line 2: resources.memory_limit: -1 must not be negative (0 = unset)`},
-		{"[resources]\nmemory_limit = \"12X\"\n", `policy.toml: line 2: resources.memory_limit: invalid size "12X": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M")`},
-		{"[resources]\n\nmemory_limit = 1.5\n", `policy.toml: line 3: resources.memory_limit: invalid size "1.5": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M")`},
-		{"resources = { memory_limit = true }\n", `policy.toml: line 1: resources.memory_limit: invalid size "true": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M")`},
+		{"[resources]\nmemory_limit = \"12X\"\n", `policy.toml: line 2: resources.memory_limit: invalid size "12X": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M", "1.5g")`},
+		{"[resources]\n\nmemory_limit = 1.5\n", `policy.toml: line 3: resources.memory_limit: invalid size "1.5": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M", "1.5g")`},
+		{"resources = { memory_limit = true }\n", `policy.toml: line 1: resources.memory_limit: invalid size "true": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M", "1.5g")`},
 		{"[resources]\nmemory_limit = [1]\n", `policy.toml: line 2: resources.memory_limit: expected an integer (bytes) or a size string like "512M", got a TOML array`},
 		{"[resources]\npids_max = \"5\"\n", `policy.toml: line 2: resources.pids_max: expected an integer, got a TOML string`},
 		{"[devices]\nallowed = [\"sda\"]\n", `policy.toml: line 2: devices.allowed: unknown device "sda" (known: console, full, fuse, kvm, net/tun, null, ptmx, pts, random, tty, urandom, zero)`},
@@ -183,6 +183,8 @@ func TestByteSize(t *testing.T) {
 	good := map[string]ByteSize{
 		"0": 0, "4096": 4096, "512M": 512 << 20, "512m": 512 << 20, "512MB": 512 << 20,
 		"512MiB": 512 << 20, "1k": 1024, "1G": 1 << 30, "2T": 2 << 40, "1P": 1 << 50, "7B": 7,
+		// update --memory's syntax (go-units), which docker and podman send.
+		"1.5G": 3 << 29, "1 G": 1 << 30, "64kb": 64 << 10,
 	}
 	for in, want := range good {
 		got, err := ParseByteSize(in)
@@ -190,7 +192,7 @@ func TestByteSize(t *testing.T) {
 			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "M", "-1", "1.5G", "1 G", "1X", "1iB", "1MiBB", "99999999999999999999", "9000000P"} {
+	for _, in := range []string{"", "M", "-1", "1X", "1iB", "1MiBB", "1..5G", "1.5", "1.5B", "99999999999999999999", "9000000P"} {
 		if got, err := ParseByteSize(in); err == nil {
 			t.Errorf("ParseByteSize(%q) = %d, want an error", in, got)
 		}

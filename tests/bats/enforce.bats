@@ -298,6 +298,17 @@ ev_is() {
 	assert_eq "$stdout" f
 }
 
+@test "resources: memory_limit takes update --memory's syntax (1.5G)" {
+	local pol
+	pol=$(policy sizes <<-'EOF'
+		[resources]
+		memory_limit = "1.5G"
+	EOF
+	)
+	rt zone create --policy "$pol" sizes
+	assert_eq "$(zone_json sizes | jq '.. | .memory_limit? // empty')" $((3 << 29))
+}
+
 @test "resources: pids_max and memory_limit reach the container's cgroups" {
 	in_zone b small "$(policy small <<-'EOF'
 		[resources]
