@@ -102,13 +102,13 @@ func policyFlag(c *cli.Context, required bool) (*zone.Policy, string, error) {
 		if !strings.ContainsRune(file, '/') {
 			file = "./" + file // a file named like a preset is still a file
 		}
-		return zone.LoadPolicy(file)
+		return zone.LoadPolicy(file, libzone.SyscallChecker())
 	case preset != "":
-		return zone.LoadPolicy("preset:" + preset)
+		return zone.LoadPolicy("preset:"+preset, nil)
 	case required:
 		return nil, "", errors.New("--policy FILE or --preset NAME is required")
 	}
-	return zone.LoadPolicy("preset:standard")
+	return zone.LoadPolicy("preset:standard", nil)
 }
 
 var policyFlags = []cli.Flag{

@@ -48,7 +48,7 @@ func FuzzSpecConversion(f *testing.F) {
 	seedSpecs(f)
 	// A relative root.path resolves against the working directory.
 	f.Chdir(f.TempDir())
-	policy, err := zone.ParsePolicy("fuzz.toml", []byte("[syscalls]\ndeny = [\"ptrace\", \"kexec_load\"]\n[resources]\nmemory_limit = \"512M\"\n"))
+	policy, err := zone.ParsePolicy("fuzz.toml", []byte("[syscalls]\ndeny = [\"ptrace\", \"kexec_load\"]\n[resources]\nmemory_limit = \"512M\"\n"), nil)
 	if err != nil {
 		f.Fatal(err)
 	}

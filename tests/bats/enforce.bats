@@ -298,6 +298,23 @@ ev_is() {
 	assert_eq "$stdout" f
 }
 
+@test "syscalls deny: a misspelt name is an error with its line, at zone create and at admission" {
+	local pol
+	pol=$(policy typo <<-'EOF'
+		[syscalls]
+		deny = ["mkdir",
+		  "mkdirta"]
+	EOF
+	)
+	rrun rt zone create --policy "$pol" typo
+	assert_error_line "typo.toml: line 3: syscalls.deny: unknown syscall .?\"mkdirta"
+	zone_exists typo && fail "zone typo was stored with a syscall rule that denies nothing"
+	in_zone b typo "$pol"
+	rrun rt run -d --bundle "$(bundle_dir b)" typo
+	assert_error_line "typo.toml: line 3: syscalls.deny: unknown syscall .?\"mkdirta"
+	assert_nothing_left typo
+}
+
 @test "resources: memory_limit takes update --memory's syntax (1.5G)" {
 	local pol
 	pol=$(policy sizes <<-'EOF'
