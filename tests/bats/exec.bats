@@ -237,6 +237,13 @@ JSON
 	jq -n '{user: {uid: 0, gid: 0}, args: ["echo", "from-fifo"], env: ["PATH=/bin"], cwd: "/"}' >"$fifo"
 	wait "$pid" || fail "exec --process FIFO failed: $(cat "$out.err")"
 	assert_eq "$(cat "$out")" from-fifo
+	# A writer that came first (it waits in its open) is read too.
+	bg sh -c 'jq -n "{user: {uid: 0, gid: 0}, args: [\"echo\", \"writer-first\"], env: [\"PATH=/bin\"], cwd: \"/\"}" >"$1"' _ "$fifo"
+	pid=$(tail -n1 "$BATS_TEST_TMPDIR/bg.pids")
+	retry 100 0.1 eval 'grep -qsx wait_for_partner /proc/'"$pid"'/task/*/wchan'
+	rrun rt exec --process "$fifo" c1
+	assert_success
+	assert_eq "$stdout" writer-first
 }
 
 @test "exec: into a missing container fails" {
