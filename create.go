@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -13,14 +15,21 @@ var createCommand = &cli.Command{
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		e, err := newEngine(c)
-		if err != nil {
-			return err
+		if err := create(c); err != nil {
+			return fmt.Errorf("%s create failed: %w", progName(), err)
 		}
-		b, o, err := createOptions(c)
-		if err != nil {
-			return err
-		}
-		return e.Create(c.Args().First(), b, o)
+		return nil
 	},
+}
+
+func create(c *cli.Context) error {
+	e, err := newEngine(c)
+	if err != nil {
+		return err
+	}
+	b, o, err := createOptions(c)
+	if err != nil {
+		return err
+	}
+	return e.Create(c.Args().First(), b, o)
 }

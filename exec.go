@@ -32,33 +32,75 @@ var execCommand = &cli.Command{
 		&cli.BoolFlag{Name: "no-new-privs", Usage: "set no_new_privs for the process"},
 		&cli.StringSliceFlag{Name: "cap", Aliases: []string{"c"}, Usage: "add a capability (CAP_...) to the process"},
 		&cli.IntFlag{Name: "preserve-fds", Usage: "pass N additional file descriptors to the process"},
-		&cli.BoolFlag{Name: "ignore-paused", Usage: "accepted for runc compatibility; exec into a paused container is refused", Hidden: true},
+		&cli.StringSliceFlag{Name: "cgroup", Usage: "run the process in an existing sub-cgroup of the container: [<controller>[,<controller>...]:]<path>"},
+		&cli.BoolFlag{Name: "ignore-paused", Usage: "exec into a paused container (the process runs once it is resumed)"},
 	},
 	Action: func(c *cli.Context) error {
 		if err := checkArgs(c, 1, minArgs); err != nil {
 			return err
 		}
-		io, err := ioOptions(c)
+		status, err := execute(c)
 		if err != nil {
-			return err
-		}
-		// conmon is the subreaper of exec'd processes; like runc, exec never
-		// takes that role.
-		io.NoSubreaper = true
-		ct, err := loadContainer(c)
-		if err != nil {
-			return err
-		}
-		p, err := execProcess(c, ct)
-		if err != nil {
-			return err
-		}
-		status, err := ct.Exec(p, io)
-		if err != nil {
-			return err
+			// runc exits 255 when exec itself fails, so callers can tell
+			// that from the exit status of the process.
+			return &codeError{code: 255, err: fmt.Errorf("exec failed: %w", err)}
 		}
 		return exitWith(status)
 	},
+}
+
+func execute(c *cli.Context) (int, error) {
+	io, err := ioOptions(c)
+	if err != nil {
+		return -1, err
+	}
+	// conmon is the subreaper of exec'd processes; like runc, exec never
+	// takes that role.
+	io.NoSubreaper = true
+	o := libzone.ExecOptions{IOOptions: io, IgnorePaused: c.Bool("ignore-paused")}
+	if o.SubCgroupPaths, err = subCgroupPaths(c.StringSlice("cgroup")); err != nil {
+		return -1, err
+	}
+	ct, err := loadContainer(c)
+	if err != nil {
+		return -1, err
+	}
+	p, err := execProcess(c, ct)
+	if err != nil {
+		return -1, err
+	}
+	return ct.Exec(p, o)
+}
+
+// subCgroupPaths parses exec --cgroup as runc does: one bare path (the
+// sub-cgroup in every hierarchy, the only form on cgroup v2), or any number
+// of controller[,controller...]:path. The map is controller → path, with
+// "" for the bare path.
+func subCgroupPaths(args []string) (map[string]string, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	paths := make(map[string]string, len(args))
+	for _, a := range args {
+		ctrls, path, ok := strings.Cut(a, ":")
+		if !ok {
+			if len(args) != 1 {
+				return nil, fmt.Errorf("invalid --cgroup argument: %s (missing <controller>: prefix)", a)
+			}
+			paths[""] = a
+			continue
+		}
+		for _, ctrl := range strings.Split(ctrls, ",") {
+			if ctrl == "" {
+				return nil, fmt.Errorf("invalid --cgroup argument: %s (empty <controller> prefix)", a)
+			}
+			if _, dup := paths[ctrl]; dup {
+				return nil, fmt.Errorf("invalid --cgroup argument(s): controller %s specified multiple times", ctrl)
+			}
+			paths[ctrl] = path
+		}
+	}
+	return paths, nil
 }
 
 // execProcess builds the process from --process, or from the bundle's

@@ -36,14 +36,15 @@ var killCommand = &cli.Command{
 }
 
 // parseSignal accepts numbers (what podman and docker send) and names with
-// or without the SIG prefix, in any case.
+// or without the SIG prefix, in any case. 0 sends no signal: it asks
+// whether the container's init is running (kill(2)'s liveness probe).
 func parseSignal(s string) (unix.Signal, error) {
 	if s == "" {
 		return unix.SIGTERM, nil
 	}
 	if n, err := strconv.Atoi(s); err == nil {
-		if n <= 0 || n > 64 {
-			return 0, fmt.Errorf("invalid signal number %d: use 1 to 64", n)
+		if n < 0 || n > 64 {
+			return 0, fmt.Errorf("invalid signal number %d: use 0 to 64", n)
 		}
 		return unix.Signal(n), nil
 	}

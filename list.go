@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -22,6 +23,13 @@ var listCommand = &cli.Command{
 		e, err := newEngine(c)
 		if err != nil {
 			return err
+		}
+		// Like runc: a default root that does not exist yet holds no
+		// containers, a --root that does not exist is a mistake.
+		if c.IsSet("root") {
+			if _, err := os.Stat(e.Root()); err != nil {
+				return fmt.Errorf("list containers: %w", err)
+			}
 		}
 		states, err := e.List()
 		if err != nil {

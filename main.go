@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -34,7 +35,7 @@ a zone, a named boundary whose policy the kernel enforces; manage zones with
 func main() {
 	stop := startCPUProfile()
 	app := newApp()
-	err := app.Run(permuteZoneArgs(os.Args))
+	err := app.Run(permuteArgs(app, os.Args))
 	stop()
 	if err != nil {
 		fatal(err)
@@ -79,8 +80,11 @@ func newApp() *cli.App {
 			updateCommand,
 			zoneCommand,
 		},
-		Before:          configureLogging,
-		HideHelpCommand: true,
+		// A comma is part of a value ("--env A=1,2", "--cgroup cpu,cpuacct:sub"),
+		// as in runc.
+		DisableSliceFlagSeparator: true,
+		Before:                    configureLogging,
+		HideHelpCommand:           true,
 		// Errors are printed once, by fatal, in the format --log-format asks for.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
@@ -130,16 +134,38 @@ type exitError struct{ status int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.status) }
 
+// codeError is a failure that exits with code instead of 1: exec's own
+// failures exit 255, as runc's do, so that callers can tell them from the
+// process's exit status.
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e *codeError) Error() string { return e.err.Error() }
+func (e *codeError) Unwrap() error { return e.err }
+
+// progName is the name rauha was called by: installed as runc, its
+// messages say "runc create failed", as clients expect.
+func progName() string { return filepath.Base(os.Args[0]) }
+
+// fatal prints err once, as runc does: through the logger, and on stderr
+// too when the log goes elsewhere.
 func fatal(err error) {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.status)
 	}
+	code := 1
+	var ce *codeError
+	if errors.As(err, &ce) {
+		code = ce.code
+	}
 	logrus.Error(err)
 	if !logsToStderr() {
-		fmt.Fprintln(os.Stderr, "rauha:", err)
+		fmt.Fprintln(os.Stderr, err)
 	}
-	os.Exit(1)
+	os.Exit(code)
 }
 
 func logsToStderr() bool {

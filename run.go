@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -17,18 +19,22 @@ var runCommand = &cli.Command{
 		if err := checkArgs(c, 1, exactArgs); err != nil {
 			return err
 		}
-		e, err := newEngine(c)
+		status, err := run(c)
 		if err != nil {
-			return err
-		}
-		b, o, err := createOptions(c)
-		if err != nil {
-			return err
-		}
-		status, err := e.Run(c.Args().First(), b, o)
-		if err != nil {
-			return err
+			return fmt.Errorf("%s run failed: %w", progName(), err)
 		}
 		return exitWith(status)
 	},
+}
+
+func run(c *cli.Context) (int, error) {
+	e, err := newEngine(c)
+	if err != nil {
+		return -1, err
+	}
+	b, o, err := createOptions(c)
+	if err != nil {
+		return -1, err
+	}
+	return e.Run(c.Args().First(), b, o)
 }

@@ -34,6 +34,8 @@ var updateCommand = &cli.Command{
 		&cli.StringFlag{Name: "kernel-memory", Usage: "ignored: the kernel no longer supports it", Hidden: true},
 		&cli.StringFlag{Name: "kernel-memory-tcp", Usage: "ignored: the kernel no longer supports it", Hidden: true},
 		&cli.IntFlag{Name: "pids-limit", Usage: "maximum number of processes (-1 = unlimited)"},
+		&cli.StringFlag{Name: "l3-cache-schema", Usage: "Intel RDT/CAT L3 cache schema (L3:<cache_id>=<cbm>;...)"},
+		&cli.StringFlag{Name: "mem-bw-schema", Usage: "Intel RDT/MBA memory bandwidth schema (MB:<cache_id>=<bandwidth>;...)"},
 	},
 	Action: func(c *cli.Context) error {
 		if err := checkArgs(c, 1, exactArgs); err != nil {
@@ -47,7 +49,10 @@ var updateCommand = &cli.Command{
 		if err != nil {
 			return err
 		}
-		return ct.Update(r)
+		return ct.Update(r, &specs.LinuxIntelRdt{
+			L3CacheSchema: c.String("l3-cache-schema"),
+			MemBwSchema:   c.String("mem-bw-schema"),
+		})
 	},
 }
 

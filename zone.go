@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"time"
 
@@ -103,13 +102,13 @@ func policyFlag(c *cli.Context, required bool) (*zone.Policy, string, error) {
 		if !strings.ContainsRune(file, '/') {
 			file = "./" + file // a file named like a preset is still a file
 		}
-		return zone.LoadPolicy(file)
+		return zone.LoadPolicy(file, libzone.SyscallChecker())
 	case preset != "":
-		return zone.LoadPolicy("preset:" + preset)
+		return zone.LoadPolicy("preset:"+preset, nil)
 	case required:
 		return nil, "", errors.New("--policy FILE or --preset NAME is required")
 	}
-	return zone.LoadPolicy("preset:standard")
+	return zone.LoadPolicy("preset:standard", nil)
 }
 
 var policyFlags = []cli.Flag{
@@ -325,45 +324,6 @@ var zoneStatsCommand = &cli.Command{
 			return fmt.Errorf("invalid --format %q: use table or json", f)
 		}
 	},
-}
-
-// zoneBoolFlags are the zone subcommands' flags that take no value.
-var zoneBoolFlags = map[string]bool{"--force": true, "-f": true, "--follow": true, "--help": true, "-h": true}
-
-// permuteZoneArgs moves flags given after the zone name in front of it
-// ("rauha zone update web --policy p.toml"), because the CLI library stops
-// parsing flags at the first positional argument. The OCI commands keep
-// runc's parsing: for exec, everything after the id belongs to the process.
-func permuteZoneArgs(args []string) []string {
-	i := 1
-	for i < len(args) && strings.HasPrefix(args[i], "-") {
-		i++ // global flags; all of them are written --flag=value or come before "zone"
-		if i < len(args) && !strings.HasPrefix(args[i-1], "--debug") && !strings.HasPrefix(args[i-1], "--systemd-cgroup") && !strings.Contains(args[i-1], "=") {
-			i++
-		}
-	}
-	if i+1 >= len(args) || args[i] != "zone" {
-		return args
-	}
-	head := slices.Clone(args[:i+2])
-	var flags, rest []string
-	for j := i + 2; j < len(args); j++ {
-		a := args[j]
-		switch {
-		case a == "--":
-			rest = append(rest, args[j+1:]...)
-			j = len(args)
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			flags = append(flags, a)
-			if !strings.Contains(a, "=") && !zoneBoolFlags[a] && j+1 < len(args) {
-				j++
-				flags = append(flags, args[j])
-			}
-		default:
-			rest = append(rest, a)
-		}
-	}
-	return append(append(head, flags...), rest...)
 }
 
 var zoneReconcileCommand = &cli.Command{

@@ -25,7 +25,7 @@ func BenchmarkStart(b *testing.B) {
 		mustOK(b, err)
 		defer shim.Close()
 		for b.Loop() {
-			cmd := exec.Command("/proc/self/fd/4", shimArgs(3, 4, []string{target})[1:]...)
+			cmd := exec.Command("/proc/self/fd/4", shimArgs(3, 4, -1, []string{target})[1:]...)
 			cmd.ExtraFiles = []*os.File{rs, shim}
 			mustOK(b, cmd.Run())
 		}

@@ -41,7 +41,7 @@ func TestContainerSeccomp(t *testing.T) {
 			rs, _, err := CreateRuleset(rules)
 			mustOK(t, err)
 			defer rs.Close()
-			cleanup, err := Wrap(p, rs)
+			cleanup, err := Wrap(p, rs, nil)
 			mustOK(t, err)
 			mustOK(t, container.Start(p))
 			cleanup()

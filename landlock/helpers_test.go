@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ for d in null tty pts; do mount --bind "/dev/$d" "$R/dev/$d"; done
 echo > "$S/ready"; read _ < "$S/go"
 exec chroot $CHROOT_OPTS "$R" "$@"`
 	argv := append([]string{"--mount", "--propagation", "private", "/bin/sh", "-c", setup, "sh", rootfs, sync},
-		shimArgs(rulesetFD, rulesetFD+1, args)...)
+		shimArgs(rulesetFD, rulesetFD+1, -1, args)...)
 	c.Cmd = exec.Command("unshare", argv...)
 	c.ExtraFiles = append(append([]*os.File{}, user...), ruleset, shim)
 	// The host side (mount, chroot) and the image (/bin) both search PATH.
@@ -201,4 +202,16 @@ func expectLines(t *testing.T, res result, want ...string) {
 	if i < len(want) {
 		t.Fatalf("missing line %q\nstdout:\n%s\nstderr:\n%s\nexit %d", want[i], res.stdout, res.stderr, res.code)
 	}
+}
+
+// reportTo makes the shim of c report a failed exec on status (the shim's
+// status argument is "-" until then).
+func (c *shimCmd) reportTo(status *os.File) {
+	for i, a := range c.Args {
+		if a == shimMarker {
+			c.Args[i+3] = strconv.Itoa(3 + len(c.ExtraFiles))
+			break
+		}
+	}
+	c.ExtraFiles = append(c.ExtraFiles, status)
 }

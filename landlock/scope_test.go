@@ -40,7 +40,7 @@ func runHelper(t *testing.T, r Rules, args ...string) string {
 	shim, err := sealedShim()
 	mustOK(t, err)
 	defer shim.Close()
-	cmd := exec.Command("/proc/self/fd/4", shimArgs(3, 4, append([]string{os.Args[0]}, args[1:]...))[1:]...)
+	cmd := exec.Command("/proc/self/fd/4", shimArgs(3, 4, -1, append([]string{os.Args[0]}, args[1:]...))[1:]...)
 	cmd.ExtraFiles = []*os.File{rs, shim}
 	cmd.Env = []string{"RAUHA_LANDLOCK_HELPER=" + args[0]}
 	out, _ := cmd.CombinedOutput()
@@ -63,7 +63,7 @@ func TestScopeSignals(t *testing.T) {
 	shim, err := sealedShim()
 	mustOK(t, err)
 	defer shim.Close()
-	sleeper := exec.Command("/proc/self/fd/4", shimArgs(3, 4, []string{"sleep", "30"})[1:]...)
+	sleeper := exec.Command("/proc/self/fd/4", shimArgs(3, 4, -1, []string{"sleep", "30"})[1:]...)
 	sleeper.ExtraFiles = []*os.File{rs, shim}
 	sleeper.Env = []string{"PATH=/usr/bin:/bin"}
 	mustOK(t, sleeper.Start())

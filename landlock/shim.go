@@ -35,11 +35,16 @@ func sealedShim() (*os.File, error) {
 }
 
 // shimArgs is the argv that makes the shim, passed as fd shimFD, enter the
-// ruleset passed as fd rulesetFD and then exec args.
-func shimArgs(rulesetFD, shimFD int, args []string) []string {
+// ruleset passed as fd rulesetFD and then exec args, reporting a failure on
+// fd statusFD (none when it is negative).
+func shimArgs(rulesetFD, shimFD, statusFD int, args []string) []string {
+	status := "-"
+	if statusFD >= 0 {
+		status = strconv.Itoa(statusFD)
+	}
 	return append([]string{
 		"/proc/self/fd/" + strconv.Itoa(shimFD), shimMarker,
-		strconv.Itoa(rulesetFD), strconv.Itoa(shimFD),
+		strconv.Itoa(rulesetFD), strconv.Itoa(shimFD), status,
 	}, args...)
 }
 
@@ -51,10 +56,15 @@ func shimArgs(rulesetFD, shimFD int, args []string) []string {
 // Because the PATH lookup moves into the shim, "executable not found" is
 // reported when the process starts (exit 127) instead of at create.
 //
+// With a status file (the write end of a pipe or FIFO; nil for none) the
+// shim writes there why the workload did not start, if it did not; a
+// successful exec closes it, so the reader sees end-of-file and nothing
+// else. The caller closes its own copy once the process has started.
+//
 // The container must have /proc mounted, as libcontainer execs the shim
 // through /proc/self/fd. Call cleanup once the process has started (or
 // failed to); it closes the host's copy of the shim.
-func Wrap(p *libcontainer.Process, ruleset *os.File) (cleanup func(), err error) {
+func Wrap(p *libcontainer.Process, ruleset, status *os.File) (cleanup func(), err error) {
 	if ruleset == nil {
 		return nil, errors.New("wrap process in landlock: no ruleset")
 	}
@@ -67,6 +77,11 @@ func Wrap(p *libcontainer.Process, ruleset *os.File) (cleanup func(), err error)
 	}
 	rulesetFD := 3 + len(p.ExtraFiles)
 	p.ExtraFiles = append(p.ExtraFiles, ruleset, shim)
-	p.Args = shimArgs(rulesetFD, rulesetFD+1, p.Args)
+	statusFD := -1
+	if status != nil {
+		statusFD = rulesetFD + 2
+		p.ExtraFiles = append(p.ExtraFiles, status)
+	}
+	p.Args = shimArgs(rulesetFD, rulesetFD+1, statusFD, p.Args)
 	return func() { shim.Close() }, nil
 }

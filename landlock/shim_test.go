@@ -262,3 +262,56 @@ func openPTY(t *testing.T) (*os.File, *os.File) {
 	mustOK(t, err)
 	return m, s
 }
+
+// TestStatusFD checks that a failed exec reaches the status fd (and only
+// it) with the path and the error, and that a successful one closes it
+// without a word (the workload never holds it).
+func TestStatusFD(t *testing.T) {
+	requireLandlock(t, 1)
+	rootfs := newRootfs(t)
+	allow := Rules{Writable: []string{"/tmp"}}
+	// The image's programs are all busybox: denying one denies every one.
+	deny := Rules{Writable: []string{"/tmp"}, ExecDeny: []string{"/bin/touch"}}
+	for _, tc := range []struct {
+		name   string
+		r      Rules
+		args   []string
+		report string
+	}{
+		{"denied", deny, []string{"/bin/touch", "/tmp/x"}, "exec: \"/bin/touch\": permission denied\n"},
+		{"not found", allow, []string{"nosuch"}, "exec: \"nosuch\": executable file not found in $PATH\n"},
+		{"ran", allow, []string{"cat"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r
+			rs, _, err := CreateRuleset(r)
+			mustOK(t, err)
+			defer rs.Close()
+			statusR, statusW, err := os.Pipe()
+			mustOK(t, err)
+			defer statusR.Close()
+			c := newShimCmd(t, rootfs, rs, nil, tc.args...)
+			c.reportTo(statusW)
+			stdin, err := c.StdinPipe()
+			mustOK(t, err)
+			defer stdin.Close()
+			var errb bytes.Buffer
+			c.Stderr = &errb
+			c.start(t, func(ns string) { _, err := Populate(rs, ns, r); mustOK(t, err) })
+			statusW.Close()
+			// For "ran", cat is still running while the status fd
+			// reads end-of-file: the exec closed it.
+			got, err := io.ReadAll(statusR)
+			mustOK(t, err)
+			stdin.Close()
+			c.Wait()
+			if string(got) != tc.report {
+				t.Errorf("status fd: %q, want %q (stderr %q)", got, tc.report, errb.String())
+			}
+			// The caller reports it: the shim does not say it twice.
+			if errb.Len() != 0 {
+				t.Errorf("stderr: %q, want nothing", errb.String())
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -211,8 +212,8 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 // PrepareProcess wraps p in the Landlock shim when the zone has filesystem,
 // exec or scoping rules, and for the init of a zone with exec rules raises
 // vm.memfd_noexec in its new pid namespace (execroutes.go).
-func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
-	started, release, err = ke.prepareLandlock(z, cfg, p, initPid)
+func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
+	started, release, err = ke.prepareLandlock(z, cfg, p, initPid, execStatus)
 	if err != nil || initPid != 0 || !hasExecRules(&z.Policy) || !memfdBySysctl(cfg) {
 		return started, release, err
 	}
@@ -242,7 +243,7 @@ func wrapExecErr(z *zone.Zone, err error) error {
 // (Landlock ignores rules on a directory that is later mounted over); an
 // exec'd process gets its rules from the running container's root before
 // it starts.
-func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
+func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
 	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
 	if initPid != 0 {
@@ -254,7 +255,7 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 		if err != nil || rs == nil {
 			return nil, noop, wrapLandlockErr(z, err)
 		}
-		cleanup, err := landlock.Wrap(p, rs)
+		cleanup, err := landlock.Wrap(p, rs, execStatus)
 		if err != nil {
 			rs.Close()
 			return nil, noop, wrapLandlockErr(z, err)
@@ -269,7 +270,7 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 		return nil, noop, nil
 	}
 	args := p.Args
-	cleanup, err := landlock.Wrap(p, rs)
+	cleanup, err := landlock.Wrap(p, rs, execStatus)
 	if err != nil {
 		rs.Close()
 		return nil, noop, wrapLandlockErr(z, err)

@@ -83,12 +83,18 @@ func parseSpec(name string, r io.Reader) (*specs.Spec, error) {
 
 // openBounded opens a JSON input file (config.json, exec --process) and
 // refuses what is not a regular file or is larger than maxConfigSize before
-// reading a byte of it. O_NONBLOCK keeps a FIFO from blocking the open. With
-// pipeOK a FIFO is read too (runc users pass "exec -p <(...)"): its reads
-// wait for a writer's data, a FIFO nobody writes reads as empty at once,
-// and decodeBounded bounds its length.
+// reading a byte of it. O_NONBLOCK keeps a FIFO or device from blocking the
+// open that finds out what it is. With pipeOK a FIFO is read too (runc
+// users pass "exec -p <(...)"): as runc's open does, the read waits for a
+// writer, and decodeBounded bounds its length.
 func openBounded(path, what string, pipeOK bool) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	flags := os.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
+	if pipeOK {
+		// An O_PATH descriptor is no reader: a FIFO's writer is not let
+		// go (to write and leave) before the reading open below.
+		flags = unix.O_PATH | unix.O_CLOEXEC
+	}
+	f, err := os.OpenFile(path, flags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", what, path, unwrapPathError(err))
 	}
@@ -97,15 +103,26 @@ func openBounded(path, what string, pipeOK bool) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("read %s %s: %w", what, path, err)
 	}
-	if !fi.Mode().IsRegular() && !(pipeOK && fi.Mode()&os.ModeNamedPipe != 0) {
+	fifo := pipeOK && fi.Mode()&os.ModeNamedPipe != 0
+	if !fi.Mode().IsRegular() && !fifo {
 		f.Close()
 		return nil, fmt.Errorf("%s %s is not a regular file (%s)", what, path, zone.FileType(fi.Mode()))
 	}
-	if fi.Size() > maxConfigSize {
+	if !fifo && fi.Size() > maxConfigSize {
 		f.Close()
 		return nil, fmt.Errorf("%s %s is %d bytes, more than the %d MiB rauha accepts", what, path, fi.Size(), maxConfigSize>>20)
 	}
-	return f, nil
+	if !pipeOK {
+		return f, nil
+	}
+	// Reopening the checked inode through its descriptor cannot land on
+	// another file.
+	defer f.Close()
+	rf, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), os.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", what, path, unwrapPathError(err))
+	}
+	return rf, nil
 }
 
 // decodeBounded decodes one JSON value of at most maxConfigSize bytes: the

@@ -105,8 +105,17 @@ func (e *Engine) Start(id string) error {
 		}
 		defer notify.Close()
 	}
+	execStatus, err := watchExecStatus(sf.dir)
+	if err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
 	if err := sf.execFifo(); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	if execStatus != nil {
+		if err := execStatus.wait(); err != nil {
+			return fmt.Errorf("start container %s: %w", id, err)
+		}
 	}
 	if hooks, err := savedPoststart(sf.dir); err != nil {
 		return err
@@ -150,7 +159,7 @@ func (e *Engine) Signal(id string, sig unix.Signal, all bool) error {
 		if all {
 			return nil
 		}
-		return fmt.Errorf("cannot signal container %s: it is not running", id)
+		return fmt.Errorf("cannot signal container %s: %w", id, ErrNotRunning)
 	}
 	if err != nil {
 		return fmt.Errorf("signal container %s: %w", id, err)
@@ -166,7 +175,7 @@ func (c *Container) Signal(sig unix.Signal, all bool) error {
 		if all {
 			return nil
 		}
-		return fmt.Errorf("cannot signal container %s: it is not running", c.ID())
+		return fmt.Errorf("cannot signal container %s: %w", c.ID(), ErrNotRunning)
 	}
 	if err != nil {
 		return fmt.Errorf("signal container %s: %w", c.ID(), err)
@@ -293,15 +302,23 @@ func (e *Engine) destroy(id string, remove func() error) error {
 	} else if st, err := e.State(id); err == nil {
 		zoneName = st.Zone
 	}
+	var hookErr error
 	if err := remove(); err != nil {
-		return fmt.Errorf("destroy container %s: %w", id, err)
+		// libcontainer runs the poststop hooks after it has removed the
+		// cgroups and the state: with the state gone, the container is
+		// gone, and so must be its membership and record (as with runc,
+		// nothing is left); the hook's failure is still delete's.
+		if _, serr := os.Stat(e.stateDir(id)); !errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("destroy container %s: %w", id, err)
+		}
+		hookErr = err
 	}
 	enf, err := e.enforcer()
 	if err != nil {
-		return err
+		return errors.Join(hookErr, err)
 	}
 	defer enf.Close()
-	return e.release(enf, id, zoneName, rec)
+	return errors.Join(hookErr, e.release(enf, id, zoneName, rec))
 }
 
 // RemoveStale removes what a create that died before writing its state

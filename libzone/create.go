@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -184,23 +185,39 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		}
 	}
 	var started func(pid int) error
+	var execStatus *os.File
 	r := &runner{
 		lc:        lc,
 		act:       act,
 		io:        o.IOOptions,
+		stateDir:  e.stateDir(id),
 		listenFDs: socketActivationFiles(),
 		notify:    notify,
 		prepare: func(p *libcontainer.Process) (func(), error) {
 			limitCapabilities(p, policy)
+			status, err := newExecStatus(e.stateDir(id))
+			if err != nil {
+				return nil, err
+			}
 			var release func()
-			var err error
-			started, release, err = enf.PrepareProcess(z, config, p, 0)
-			return release, err
+			started, release, err = enf.PrepareProcess(z, config, p, 0, status)
+			if err != nil || !slices.Contains(p.ExtraFiles, status) {
+				// Not started through the shim: nothing will report.
+				discardExecStatus(status)
+				return release, err
+			}
+			execStatus = status
+			return func() { release(); status.Close() }, nil
 		},
 		// 5. While the init waits: its rules are completed, its cgroup
 		// joins the zone, and the record says it is created. No user code
 		// has run yet.
 		ready: func(pid int) error {
+			if execStatus != nil {
+				// The init has its own copy; with ours open, the reader
+				// would never see the end of the shim's.
+				execStatus.Close()
+			}
 			if started != nil {
 				if err := started(pid); err != nil {
 					return err

@@ -1,6 +1,8 @@
 package libzone
 
 import (
+	"os"
+
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 
@@ -34,8 +36,11 @@ type Enforcer interface {
 	// boundary before its first instruction: the init (initPid 0) and every
 	// exec (initPid is the running container's init). started, when not
 	// nil, must run once the process exists and before it executes user
-	// code; release once it has started or failed to.
-	PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error)
+	// code; release once it has started or failed to. When the backend
+	// starts the workload through a program of its own (the Landlock exec
+	// shim), that program writes to execStatus (nil: nowhere) why the
+	// workload could not be executed, and closes it when it could.
+	PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error)
 	// Join registers a member's cgroup with the zone. The member's init
 	// exists and waits on the exec fifo: no user code has run. netns, when
 	// not empty, is the member's network namespace that no task outside it

@@ -28,6 +28,10 @@ const DefaultRoot = "/run/rauha"
 // ErrNotExist is returned for a container id that rauha does not know.
 var ErrNotExist = errors.New("container does not exist")
 
+// ErrNotRunning is returned for a signal to a container whose init has
+// exited; its text is runc's, which clients match.
+var ErrNotRunning = errors.New("container not running")
+
 // Options configure an Engine.
 type Options struct {
 	Root          string // state directory (rauha.db, per-container state)

@@ -51,9 +51,21 @@ func parseProcess(name string, r io.Reader) (*specs.Process, error) {
 	return &p, nil
 }
 
+// ExecOptions are exec's options beyond how the process is wired.
+type ExecOptions struct {
+	IOOptions
+	// IgnorePaused lets a process into a paused container; it runs once
+	// the container is resumed.
+	IgnorePaused bool
+	// SubCgroupPaths are existing sub-cgroups of the container's cgroup to
+	// run the process in: controller → path, "" for every hierarchy.
+	// They are below the container's cgroup, so inside its zone.
+	SubCgroupPaths map[string]string
+}
+
 // Exec runs an additional process in the running container, enforced by
 // its zone exactly like the init.
-func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
+func (c *Container) Exec(p *specs.Process, o ExecOptions) (int, error) {
 	if err := ValidateProcess(p); err != nil {
 		return -1, err
 	}
@@ -64,9 +76,11 @@ func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
 	switch status {
 	case libcontainer.Running, libcontainer.Created:
 	case libcontainer.Paused:
-		return -1, fmt.Errorf("cannot exec in container %s: it is paused (resume it first)", c.ID())
+		if !o.IgnorePaused {
+			return -1, fmt.Errorf("cannot exec in a paused container %s (resume it first, or use --ignore-paused)", c.ID())
+		}
 	default:
-		return -1, fmt.Errorf("cannot exec in container %s: it is %s", c.ID(), status)
+		return -1, fmt.Errorf("cannot exec in a %s container %s", status, c.ID())
 	}
 	if !cgroups.IsCgroup2UnifiedMode() {
 		// On a pure cgroup v2 host libcontainer starts an exec'd process
@@ -91,13 +105,14 @@ func (c *Container) Exec(p *specs.Process, o IOOptions) (int, error) {
 	r := &runner{
 		lc:  c.lc,
 		act: actExec,
-		io:  o,
+		io:  o.IOOptions,
 		// An exec'd process enters the zone exactly like the init: the same
 		// capability limits and the same rules, built from the running
 		// container's root.
 		prepare: func(lp *libcontainer.Process) (func(), error) {
+			lp.SubCgroupPaths = o.SubCgroupPaths
 			limitCapabilities(lp, &z.Policy)
-			_, release, err := enf.PrepareProcess(z, &cfg, lp, st.InitProcessPid)
+			_, release, err := enf.PrepareProcess(z, &cfg, lp, st.InitProcessPid, nil)
 			return release, err
 		},
 	}

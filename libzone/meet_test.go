@@ -9,7 +9,7 @@ import (
 
 func mustParse(t *testing.T, text string) *zone.Policy {
 	t.Helper()
-	p, err := zone.ParsePolicy("test.toml", []byte(text))
+	p, err := zone.ParsePolicy("test.toml", []byte(text), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (c *Container) runPoststart(bundle string, hooks []specs.Hook) error {
 	for i, h := range hooks {
 		if err := hookCommand(h, bundle).Run(state); err != nil {
 			_ = c.lc.Signal(unix.SIGKILL)
-			return fmt.Errorf("poststart hook #%d (%s): %w", i, h.Path, err)
+			return fmt.Errorf("error running %s hook #%d: %w", configs.Poststart, i, err)
 		}
 	}
 	return nil

@@ -6,7 +6,6 @@ package libzone
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -59,12 +58,9 @@ func newProcess(p *specs.Process) (*libcontainer.Process, error) {
 			Inheritable: c.Inheritable,
 			Permitted:   c.Permitted,
 			// The kernel raises an ambient capability only if it is also
-			// permitted and inheritable; "runc spec" lists ambient ones
-			// without inheritable. Dropping those changes nothing the
-			// process gets, and spares a warning per capability at start.
-			Ambient: slices.DeleteFunc(slices.Clone(c.Ambient), func(a string) bool {
-				return !slices.Contains(c.Inheritable, a) || !slices.Contains(c.Permitted, a)
-			}),
+			// permitted and inheritable; libcontainer warns "can't raise
+			// ambient capability" for each other one, as runc 1.5 does.
+			Ambient: c.Ambient,
 		}
 	}
 	for _, g := range p.User.AdditionalGids {

@@ -39,7 +39,7 @@ func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]str
 	var wanted *zone.Policy
 	source := ""
 	if policyRef != "" {
-		p, src, err := zone.LoadAnnotationPolicy(policyRef)
+		p, src, err := zone.LoadAnnotationPolicy(policyRef, SyscallChecker())
 		if err != nil {
 			return nil, fmt.Errorf("annotation %s: %w", AnnotationPolicy, err)
 		}

@@ -43,6 +43,7 @@ type runner struct {
 	lc        *libcontainer.Container
 	act       action
 	io        IOOptions
+	stateDir  string // the container's state directory (actRun)
 	listenFDs []*os.File
 	notify    *notifySocket
 	// ready runs once the process exists and before it executes user code:
@@ -137,9 +138,20 @@ func (r *runner) run(spec *specs.Process) (int, error) {
 		}
 	}
 	if r.act == actRun {
+		status, err := watchExecStatus(r.stateDir)
+		if err != nil {
+			terminate(p)
+			return -1, err
+		}
 		if err := r.lc.Exec(); err != nil {
 			terminate(p)
 			return -1, fmt.Errorf("start the container process: %w", err)
+		}
+		if status != nil {
+			if err := status.wait(); err != nil {
+				terminate(p)
+				return -1, err
+			}
 		}
 		if r.started != nil {
 			if err := r.started(); err != nil {

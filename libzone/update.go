@@ -1,11 +1,14 @@
 package libzone
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/intelrdt"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
@@ -16,7 +19,8 @@ import (
 // in r keep their current value (runc's update semantics).
 // A limit above the container's zone is refused (limits.go) and recorded as
 // a "resources" deny event; nothing is changed then.
-func (c *Container) Update(r *specs.LinuxResources) error {
+// Intel RDT schemas are applied too when rdt is not nil.
+func (c *Container) Update(r *specs.LinuxResources, rdt *specs.LinuxIntelRdt) error {
 	z, err := c.e.memberZone(c.ID())
 	if err != nil {
 		return err
@@ -32,6 +36,11 @@ func (c *Container) Update(r *specs.LinuxResources) error {
 			z.Name, c.ID(), strings.Join(over, "; "), z.Name)
 	}
 	cfg := c.lc.Config()
+	if rdt != nil {
+		if err := updateIntelRdt(&cfg, rdt); err != nil {
+			return err
+		}
+	}
 	res := cfg.Cgroups.Resources
 	if m := r.Memory; m != nil {
 		if m.Limit != nil && *m.Limit == -1 && m.Swap == nil {
@@ -106,6 +115,33 @@ func (c *Container) Update(r *specs.LinuxResources) error {
 	// device access to the running container.
 	cfg.Cgroups.SkipDevices = true
 	return c.Set(cfg)
+}
+
+// updateIntelRdt sets the L3 cache and memory bandwidth schemas. The
+// messages are runc's: a host without resctrl, or without the feature,
+// refuses them.
+func updateIntelRdt(cfg *configs.Config, rdt *specs.LinuxIntelRdt) error {
+	if rdt.L3CacheSchema != "" && !intelrdt.IsCATEnabled() {
+		return errors.New("Intel RDT/CAT: l3 cache schema is not enabled")
+	}
+	if rdt.MemBwSchema != "" && !intelrdt.IsMBAEnabled() {
+		return errors.New("Intel RDT/MBA: memory bandwidth schema is not enabled")
+	}
+	if rdt.L3CacheSchema == "" && rdt.MemBwSchema == "" {
+		return nil
+	}
+	// Without an Intel RDT group from create there is nothing to update;
+	// update does not make one.
+	if cfg.IntelRdt == nil {
+		return errors.New("updating a non-existent Intel RDT configuration is not supported")
+	}
+	if rdt.L3CacheSchema != "" {
+		cfg.IntelRdt.L3CacheSchema = rdt.L3CacheSchema
+	}
+	if rdt.MemBwSchema != "" {
+		cfg.IntelRdt.MemBwSchema = rdt.MemBwSchema
+	}
+	return nil
 }
 
 func setIf[T any](dst *T, src *T) {

@@ -30,7 +30,7 @@ func FuzzParsePolicy(f *testing.F) {
 		f.Add([]byte(doc))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParsePolicy("fuzz.toml", data)
+		p, err := ParsePolicy("fuzz.toml", data, nil)
 		if err != nil {
 			if p != nil {
 				t.Fatal("policy returned with an error")
@@ -62,7 +62,7 @@ func FuzzParsePolicy(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := ParsePolicy("again.toml", tb)
+		again, err := ParsePolicy("again.toml", tb, nil)
 		if err != nil {
 			t.Fatalf("re-parse of\n%s\nfailed: %v", tb, err)
 		}

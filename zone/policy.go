@@ -154,11 +154,17 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Key + ": " + e.Msg }
 
-// ParsePolicy decodes a TOML policy strictly, fills defaults and validates it.
-// name (usually the file name) prefixes every error, and errors carry the line
-// they refer to: `policy.toml: line 7: unknown key "filesystem.writeable_paths"`.
-// All problems found are reported together, one per line.
-func ParsePolicy(name string, data []byte) (*Policy, error) {
+// SyscallKnown reports whether a syscall name exists for this host's
+// architecture. libseccomp answers that, which this package cannot ask
+// without cgo: the caller passes it in. nil checks names by form only.
+type SyscallKnown func(name string) bool
+
+// ParsePolicy decodes a TOML policy strictly, fills defaults and validates it;
+// known (may be nil) checks the [syscalls] deny names. name (usually the file
+// name) prefixes every error, and errors carry the line they refer to:
+// `policy.toml: line 7: unknown key "filesystem.writeable_paths"`. All
+// problems found are reported together, one per line.
+func ParsePolicy(name string, data []byte, known SyscallKnown) (*Policy, error) {
 	var p Policy
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -167,10 +173,25 @@ func ParsePolicy(name string, data []byte) (*Policy, error) {
 	}
 	p.setDefaults()
 	p.normalize()
-	if err := p.Validate(); err != nil {
+	if err := errors.Join(p.Validate(), p.checkSyscalls(known)); err != nil {
 		return nil, locateFieldErrors(name, data, err)
 	}
 	return &p, nil
+}
+
+// checkSyscalls reports the well-formed [syscalls] deny names known does
+// not know: a misspelt name would otherwise deny nothing, without a word.
+func (p *Policy) checkSyscalls(known SyscallKnown) error {
+	if known == nil {
+		return nil
+	}
+	var errs []error
+	for i, s := range p.Syscalls.Deny {
+		if validSyscallName(s) && !known(s) {
+			errs = append(errs, &FieldError{Key: "syscalls.deny", Item: i, Msg: fmt.Sprintf("unknown syscall %q: libseccomp does not know it", s)})
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (p *Policy) setDefaults() {
@@ -420,9 +441,9 @@ const maxPolicySize = 1 << 20
 // name ("strict", or "preset:strict") or the path of a TOML file. A file that
 // happens to be named like a preset is reached with a path ("./strict"). The
 // second result describes the source for the zone record: "preset:NAME" or
-// "file:ABSPATH".
-func LoadPolicy(ref string) (*Policy, string, error) {
-	return loadPolicy(ref, false)
+// "file:ABSPATH". known checks syscall names (see ParsePolicy).
+func LoadPolicy(ref string, known SyscallKnown) (*Policy, string, error) {
+	return loadPolicy(ref, false, known)
 }
 
 // LoadAnnotationPolicy resolves the org.rauha.policy annotation of a bundle.
@@ -431,11 +452,11 @@ func LoadPolicy(ref string) (*Policy, string, error) {
 // whose mode keeps it from others (/etc/shadow, /proc/self/environ, a 0600
 // key) is refused unread, and its content never reaches an error message or
 // a log the bundle's author may see.
-func LoadAnnotationPolicy(ref string) (*Policy, string, error) {
-	return loadPolicy(ref, true)
+func LoadAnnotationPolicy(ref string, known SyscallKnown) (*Policy, string, error) {
+	return loadPolicy(ref, true, known)
 }
 
-func loadPolicy(ref string, public bool) (*Policy, string, error) {
+func loadPolicy(ref string, public bool, known SyscallKnown) (*Policy, string, error) {
 	if ref == "" {
 		return nil, "", fmt.Errorf("empty policy reference: give a preset (%s) or a policy file path", strings.Join(PresetNames(), ", "))
 	}
@@ -453,7 +474,7 @@ func loadPolicy(ref string, public bool) (*Policy, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := ParsePolicy(ref, data)
+	p, err := ParsePolicy(ref, data, known)
 	if err != nil {
 		return nil, "", err
 	}

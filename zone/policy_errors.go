@@ -102,12 +102,7 @@ func expectedKinds() map[string]string {
 // the line of its key.
 func locateFieldErrors(name string, data []byte, err error) error {
 	lines := keyLines(data)
-	var all []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		all = j.Unwrap()
-	} else {
-		all = []error{err}
-	}
+	all := flatten(err)
 	out := make([]error, 0, len(all))
 	for _, e := range all {
 		var fe *FieldError
@@ -124,6 +119,19 @@ func locateFieldErrors(name string, data []byte, err error) error {
 		out = append(out, fmt.Errorf("%s: %w", name, e))
 	}
 	return errors.Join(out...)
+}
+
+// flatten lists the errors joined in err, at any depth.
+func flatten(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var all []error
+	for _, e := range j.Unwrap() {
+		all = append(all, flatten(e)...)
+	}
+	return all
 }
 
 // lineOf finds the line of key (which may end in a list index), or of its

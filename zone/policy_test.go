@@ -15,7 +15,7 @@ import (
 
 func mustParse(t *testing.T, doc string) *Policy {
 	t.Helper()
-	p, err := ParsePolicy("policy.toml", []byte(doc))
+	p, err := ParsePolicy("policy.toml", []byte(doc), nil)
 	if err != nil {
 		t.Fatalf("ParsePolicy: %v\n%s", err, doc)
 	}
@@ -28,7 +28,7 @@ func TestParseDesignPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ParsePolicy("design.toml", data)
+	p, err := ParsePolicy("design.toml", data, nil)
 	if err != nil {
 		t.Fatalf("ParsePolicy: %v", err)
 	}
@@ -138,9 +138,9 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"[resources]\nio_weight = 10001\n", `policy.toml: line 2: resources.io_weight: 10001 out of range: 0 (unset) or 1..10000`},
 		{"[resources]\npids_max = -5\n", `policy.toml: line 2: resources.pids_max: -5 must not be negative (0 = unset)`},
 		{"[resources]\nmemory_limit = -1\n", `policy.toml: line 2: resources.memory_limit: -1 must not be negative (0 = unset)`},
-		{"[resources]\nmemory_limit = \"12X\"\n", `policy.toml: line 2: resources.memory_limit: invalid size "12X": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M")`},
-		{"[resources]\n\nmemory_limit = 1.5\n", `policy.toml: line 3: resources.memory_limit: invalid size "1.5": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M")`},
-		{"resources = { memory_limit = true }\n", `policy.toml: line 1: resources.memory_limit: invalid size "true": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M")`},
+		{"[resources]\nmemory_limit = \"12X\"\n", `policy.toml: line 2: resources.memory_limit: invalid size "12X": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M", "1.5g")`},
+		{"[resources]\n\nmemory_limit = 1.5\n", `policy.toml: line 3: resources.memory_limit: invalid size "1.5": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M", "1.5g")`},
+		{"resources = { memory_limit = true }\n", `policy.toml: line 1: resources.memory_limit: invalid size "true": want bytes or a number with a unit K, M, G, T or P (binary, e.g. "512M", "1.5g")`},
 		{"[resources]\nmemory_limit = [1]\n", `policy.toml: line 2: resources.memory_limit: expected an integer (bytes) or a size string like "512M", got a TOML array`},
 		{"[resources]\npids_max = \"5\"\n", `policy.toml: line 2: resources.pids_max: expected an integer, got a TOML string`},
 		{"[devices]\nallowed = [\"sda\"]\n", `policy.toml: line 2: devices.allowed: unknown device "sda" (known: console, full, fuse, kvm, net/tun, null, ptmx, pts, random, tty, urandom, zero)`},
@@ -153,7 +153,7 @@ func TestParsePolicyErrors(t *testing.T) {
 				"policy.toml: line 4: capabilities.allowed: unknown capability \"NOPE\""},
 	}
 	for _, tt := range tests {
-		p, err := ParsePolicy("policy.toml", []byte(tt.doc))
+		p, err := ParsePolicy("policy.toml", []byte(tt.doc), nil)
 		if err == nil {
 			t.Errorf("ParsePolicy(%q) = %+v, want error %s", tt.doc, p, tt.want)
 			continue
@@ -183,6 +183,8 @@ func TestByteSize(t *testing.T) {
 	good := map[string]ByteSize{
 		"0": 0, "4096": 4096, "512M": 512 << 20, "512m": 512 << 20, "512MB": 512 << 20,
 		"512MiB": 512 << 20, "1k": 1024, "1G": 1 << 30, "2T": 2 << 40, "1P": 1 << 50, "7B": 7,
+		// update --memory's syntax (go-units), which docker and podman send.
+		"1.5G": 3 << 29, "1 G": 1 << 30, "64kb": 64 << 10,
 	}
 	for in, want := range good {
 		got, err := ParseByteSize(in)
@@ -190,7 +192,7 @@ func TestByteSize(t *testing.T) {
 			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "M", "-1", "1.5G", "1 G", "1X", "1iB", "1MiBB", "99999999999999999999", "9000000P"} {
+	for _, in := range []string{"", "M", "-1", "1X", "1iB", "1MiBB", "1..5G", "1.5", "1.5B", "99999999999999999999", "9000000P"} {
 		if got, err := ParseByteSize(in); err == nil {
 			t.Errorf("ParseByteSize(%q) = %d, want an error", in, got)
 		}
@@ -362,14 +364,14 @@ func TestPresets(t *testing.T) {
 }
 
 func TestLoadPolicy(t *testing.T) {
-	p, src, err := LoadPolicy("strict")
+	p, src, err := LoadPolicy("strict", nil)
 	if err != nil || src != "preset:strict" || p.Zone.Admission != AdmissionStrict {
 		t.Fatalf("LoadPolicy(strict) = %+v, %q, %v", p, src, err)
 	}
-	if _, src, err = LoadPolicy("preset:audit"); err != nil || src != "preset:audit" {
+	if _, src, err = LoadPolicy("preset:audit", nil); err != nil || src != "preset:audit" {
 		t.Fatalf("LoadPolicy(preset:audit) = %q, %v", src, err)
 	}
-	if _, _, err = LoadPolicy("preset:nope"); err == nil {
+	if _, _, err = LoadPolicy("preset:nope", nil); err == nil {
 		t.Fatal("LoadPolicy(preset:nope) accepted")
 	}
 	dir := t.TempDir()
@@ -377,7 +379,7 @@ func TestLoadPolicy(t *testing.T) {
 	if err := os.WriteFile(file, []byte("[zone]\nmode = \"audit\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, src, err = LoadPolicy(file)
+	p, src, err = LoadPolicy(file, nil)
 	if err != nil || src != "file:"+file || p.Zone.Mode != ModeAudit {
 		t.Fatalf("LoadPolicy(file) = %+v, %q, %v", p, src, err)
 	}
@@ -385,13 +387,13 @@ func TestLoadPolicy(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("[zone]\nmood = 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err = LoadPolicy(bad); err == nil || err.Error() != bad+`: line 2: unknown key "zone.mood"` {
+	if _, _, err = LoadPolicy(bad, nil); err == nil || err.Error() != bad+`: line 2: unknown key "zone.mood"` {
 		t.Fatalf("LoadPolicy(bad) error = %v", err)
 	}
-	if _, _, err = LoadPolicy(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "not a preset") {
+	if _, _, err = LoadPolicy(filepath.Join(dir, "missing"), nil); err == nil || !strings.Contains(err.Error(), "not a preset") {
 		t.Fatalf("LoadPolicy(missing) error = %v", err)
 	}
-	if _, _, err = LoadPolicy(""); err == nil {
+	if _, _, err = LoadPolicy("", nil); err == nil {
 		t.Fatal("LoadPolicy(\"\") accepted")
 	}
 }
@@ -429,18 +431,18 @@ func TestLoadAnnotationPolicyRefuses(t *testing.T) {
 		{"/dev/zero", "not a regular file (a device)"},
 		{dir, "not a regular file (a directory)"},
 	} {
-		_, _, err := LoadAnnotationPolicy(c.ref)
+		_, _, err := LoadAnnotationPolicy(c.ref, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("LoadAnnotationPolicy(%s) error = %v, want %q", c.ref, err, c.want)
 		}
 	}
 	// The command line names its own files: a private one is fine there.
-	if _, _, err := LoadPolicy(private); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("LoadPolicy(private) error = %v, want a parse error", err)
+	if _, _, err := LoadPolicy(private, nil); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("LoadPolicy(private, nil) error = %v, want a parse error", err)
 	}
 	ok := write("ok.toml", []byte("[zone]\nmode = \"audit\"\n"), 0o644)
-	if p, _, err := LoadAnnotationPolicy(ok); err != nil || p.Zone.Mode != ModeAudit {
-		t.Errorf("LoadAnnotationPolicy(ok) = %v, %v", p, err)
+	if p, _, err := LoadAnnotationPolicy(ok, nil); err != nil || p.Zone.Mode != ModeAudit {
+		t.Errorf("LoadAnnotationPolicy(ok, nil) = %v, %v", p, err)
 	}
 }
 
@@ -451,5 +453,23 @@ func TestLookupDevice(t *testing.T) {
 	}
 	if _, ok := LookupDevice("/dev/null"); ok {
 		t.Fatal("device names are relative to /dev")
+	}
+}
+
+// TestParsePolicyUnknownSyscall checks a misspelt [syscalls] deny name is an
+// error at its line when the caller can tell (libzone passes libseccomp).
+func TestParsePolicyUnknownSyscall(t *testing.T) {
+	known := func(name string) bool { return name == "ptrace" || name == "kexec_load" }
+	doc := "[syscalls]\ndeny = [\n  \"ptrace\",\n  \"ptarce\",\n]\n"
+	_, err := ParsePolicy("policy.toml", []byte(doc), known)
+	want := `policy.toml: line 4: syscalls.deny: unknown syscall "ptarce": libseccomp does not know it`
+	if err == nil || err.Error() != want {
+		t.Errorf("ParsePolicy: %v, want %s", err, want)
+	}
+	if _, err := ParsePolicy("policy.toml", []byte(doc), nil); err != nil {
+		t.Errorf("without a checker names are checked by form only: %v", err)
+	}
+	if _, err := ParsePolicy("policy.toml", []byte("[syscalls]\ndeny = [\"kexec_load\"]\n"), known); err != nil {
+		t.Errorf("known name refused: %v", err)
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/docker/go-units"
 )
 
 // ByteSize is a memory size in bytes. In TOML and JSON it is either an
-// integer (bytes) or a string with a binary unit: "512M", "512MiB", "1g",
-// "4096". It is always written back as an integer.
+// integer (bytes) or a string in the syntax of "rauha update --memory" and
+// docker's --memory (go-units' RAMInBytes): a number, maybe with a
+// fraction, and a binary unit: "512M", "512MiB", "1.5g", "4096". It is
+// always written back as an integer.
 type ByteSize int64
 
 // errSize marks a size that failed to parse; ParsePolicy uses it to point at
@@ -19,34 +22,22 @@ type ByteSize int64
 type errSize struct{ text string }
 
 func (e *errSize) Error() string {
-	return fmt.Sprintf("invalid size %q: want bytes or a number with a unit K, M, G, T or P (binary, e.g. \"512M\")", e.text)
+	return fmt.Sprintf("invalid size %q: want bytes or a number with a unit K, M, G, T or P (binary, e.g. \"512M\", \"1.5g\")", e.text)
 }
-
-var sizeUnits = map[string]int64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 // ParseByteSize parses a size as described on ByteSize.
 func ParseByteSize(s string) (ByteSize, error) {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == 0 {
+	// A fraction of a byte is no size (a TOML 1.5 arrives here as "1.5").
+	if strings.Contains(s, ".") && !strings.ContainsAny(strings.ToLower(s), "kmgtp") {
 		return 0, &errSize{s}
 	}
-	n, err := strconv.ParseInt(s[:i], 10, 64)
-	if err != nil {
+	n, err := units.RAMInBytes(s)
+	// RAMInBytes computes in float64: a size past int64 converts to the
+	// lowest int64 on amd64 and saturates on arm64.
+	if err != nil || n < 0 || n == math.MaxInt64 {
 		return 0, &errSize{s}
 	}
-	unit := strings.ToUpper(s[i:])
-	unit = strings.TrimSuffix(unit, "B")
-	if len(unit) == 2 && unit[1] == 'I' {
-		unit = unit[:1]
-	}
-	mult, ok := sizeUnits[unit]
-	if !ok || n > math.MaxInt64/mult {
-		return 0, &errSize{s}
-	}
-	return ByteSize(n * mult), nil
+	return ByteSize(n), nil
 }
 
 // UnmarshalText reads the string form.

@@ -7,16 +7,22 @@
 // CVE-2019-5736) and hands it the ruleset fd; the shim enters the domain and
 // execs the real program.
 //
-// argv: /proc/self/fd/<shim> rauha-landlock-shim <ruleset fd> <shim fd> <argv...>
+// argv: /proc/self/fd/<shim> rauha-landlock-shim <ruleset fd> <shim fd> <status fd|-> <argv...>
 //
 // It fails closed: whenever the domain cannot be entered the workload is not
 // run. Exit codes: 125 = not confined (the workload never ran), 126 = found
 // but could not be executed, 127 = not found; like a shell's.
 //
+// The status fd (the write end of a FIFO whose reader is "rauha start") is
+// how such a failure reaches the caller, as an exec error reaches runc's: the
+// shim writes its message there instead of stderr, and marks it
+// close-on-exec, so that a successful execve closes it without a word and
+// the workload never sees it.
+//
 // Freestanding on purpose (no libc): a static binary of a few KiB that runs in
 // any image, and whose only syscalls are landlock_create_ruleset,
 // landlock_restrict_self and prctl (see AllowInSeccomp in seccomp.go) plus
-// close, write, execve and exit_group.
+// close, write, fcntl, execve and exit_group.
 
 typedef unsigned long u64;
 typedef long i64;
@@ -27,12 +33,14 @@ typedef long i64;
 #define NR_execve 59
 #define NR_exit_group 231
 #define NR_prctl 157
+#define NR_fcntl 72
 #elif defined(__aarch64__)
 #define NR_write 64
 #define NR_close 57
 #define NR_execve 221
 #define NR_exit_group 94
 #define NR_prctl 167
+#define NR_fcntl 25
 #else
 #error "unsupported architecture"
 #endif
@@ -41,6 +49,8 @@ typedef long i64;
 #define NR_landlock_restrict_self 446
 
 #define PR_SET_NO_NEW_PRIVS 38
+#define F_SETFD 2
+#define FD_CLOEXEC 1
 #define LANDLOCK_CREATE_RULESET_VERSION 1
 #define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON 2
 
@@ -162,12 +172,19 @@ static const char *errname(i64 err) {
 	return "error";
 }
 
-// say writes one diagnostic line to stderr; the parts are joined without
+// status_fd is the status fd once it is known to be close-on-exec; -1
+// before that, or when there is none.
+static i64 status_fd = -1;
+
+#define PREFIX "rauha: landlock shim: "
+
+// say writes one diagnostic line to the status fd if there is one (the
+// runtime reports it, once), else to stderr; the parts are joined without
 // separators. It is best effort: stderr may be closed.
 static void say(const char *a, const char *b, const char *c, const char *d) {
 	char buf[512];
 	u64 n = 0;
-	const char *parts[6] = {"rauha: landlock shim: ", a, b, c, d, "\n"};
+	const char *parts[6] = {PREFIX, a, b, c, d, "\n"};
 	for (int i = 0; i < 6; i++) {
 		const char *p = parts[i];
 		if (!p)
@@ -177,7 +194,12 @@ static void say(const char *a, const char *b, const char *c, const char *d) {
 	}
 	if (buf[n - 1] != '\n')
 		buf[n++] = '\n';
-	sys3(NR_write, 2, (i64)buf, (i64)n);
+	if (status_fd >= 0) {
+		u64 skip = sizeof(PREFIX) - 1;
+		sys3(NR_write, status_fd, (i64)(buf + skip), (i64)(n - skip));
+	} else {
+		sys3(NR_write, 2, (i64)buf, (i64)n);
+	}
 }
 
 static void __attribute__((noreturn)) die(int code) {
@@ -191,7 +213,7 @@ static i64 exec_path(const char *path, char **argv, char **envp) {
 }
 
 static void __attribute__((noreturn)) fail_exec(const char *name, i64 err) {
-	say("exec \"", name, "\": ", errname(err));
+	say("exec: \"", name, "\": ", errname(err));
 	die(err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
 }
 
@@ -209,7 +231,7 @@ static void __attribute__((noreturn)) run(char **argv, char **envp) {
 		if (starts_with(*e, "PATH="))
 			path = *e + 5;
 	if (!path) {
-		say("exec \"", name, "\": executable file not found in $PATH", " (PATH is not set)");
+		say("exec: \"", name, "\": executable file not found in $PATH", " (PATH is not set)");
 		die(EXIT_NOT_FOUND);
 	}
 
@@ -247,7 +269,7 @@ static void __attribute__((noreturn)) run(char **argv, char **envp) {
 	}
 	if (denied)
 		fail_exec(name, denied);
-	say("exec \"", name, "\": executable file not found in $PATH", 0);
+	say("exec: \"", name, "\": executable file not found in $PATH", 0);
 	die(EXIT_NOT_FOUND);
 }
 
@@ -261,15 +283,24 @@ void __attribute__((noreturn, used)) shim_main(i64 *sp) {
 	char **argv = (char **)(sp + 1);
 	char **envp = argv + argc + 1;
 
-	if (argc < 5 || !streq(argv[1], "rauha-landlock-shim")) {
-		say("must be started by the rauha runtime (usage: shim rauha-landlock-shim RULESET_FD SHIM_FD ARGV...)", 0, 0, 0);
+	if (argc < 6 || !streq(argv[1], "rauha-landlock-shim")) {
+		say("must be started by the rauha runtime (usage: shim rauha-landlock-shim RULESET_FD SHIM_FD STATUS_FD|- ARGV...)", 0, 0, 0);
 		die(EXIT_UNCONFINED);
 	}
 	i64 ruleset = parse_fd(argv[2]);
 	i64 self = parse_fd(argv[3]);
-	if (ruleset < 3 || self < 3) {
+	i64 status = streq(argv[4], "-") ? -1 : parse_fd(argv[4]);
+	if (ruleset < 3 || self < 3 || (status < 3 && !streq(argv[4], "-"))) {
 		say("bad file descriptor arguments \"", argv[2], "\" \"", argv[3]);
 		die(EXIT_UNCONFINED);
+	}
+	// Close-on-exec, or closed now: the workload must never hold it. A
+	// profile that denies fcntl costs the report, not the workload.
+	if (status >= 0) {
+		if (sys3(NR_fcntl, status, F_SETFD, FD_CLOEXEC) == 0)
+			status_fd = status;
+		else
+			sys3(NR_close, status, 0, 0);
 	}
 
 	i64 abi = sys3(NR_landlock_create_ruleset, 0, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -297,7 +328,7 @@ void __attribute__((noreturn, used)) shim_main(i64 *sp) {
 	sys3(NR_close, ruleset, 0, 0);
 	sys3(NR_close, self, 0, 0);
 
-	run(argv + 4, envp);
+	run(argv + 5, envp);
 }
 
 #if defined(__x86_64__)

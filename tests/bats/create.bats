@@ -77,3 +77,16 @@ load helpers
 	assert_failure 1
 	[[ -n $stderr ]] || fail "no error message"
 }
+
+@test "create: a failure reads '<name> create failed: ...', on stderr and in the JSON log" {
+	local name log=$BATS_TEST_TMPDIR/log.json
+	name=$(basename "$RUNTIME")
+	rrun rt create --bundle "$BATS_TEST_TMPDIR/nosuch" c1
+	assert_error_line "^.*$name create failed: .*nosuch"
+	# With the log in a file (docker's and containerd's shims), stderr has
+	# the bare message and the log its JSON record.
+	rrun rt --log "$log" --log-format json create --bundle "$BATS_TEST_TMPDIR/nosuch" c1
+	assert_failure 1
+	assert_eq "$(jq -r 'select(.level == "error") | .msg' "$log")" "$stderr"
+	assert_match "$stderr" "^$name create failed: .*nosuch"
+}

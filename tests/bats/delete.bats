@@ -15,7 +15,7 @@ load helpers
 	assert_eq "$(rt zone list --format json | jq -r '[.[].name] | join(",")')" ""
 	# The container's cgroup had its links pinned under members/<cgroup id>.
 	local pins
-	pins=/sys/fs/bpf/rauha-$(printf %s "$ROOT" | sha256sum | cut -c1-12)
+	pins=$(pin_dir_of "$ROOT")
 	[[ -d $pins/members ]] || fail "no pin directory $pins/members"
 	assert_eq "$(find "$pins/members" -mindepth 1 | wc -l)" 0
 }
@@ -46,6 +46,14 @@ load helpers
 	assert_nothing_left c1
 	retry 30 0.1 bash -c "! grep -qs '^State:.*[RS]' /proc/$pid/status" ||
 		fail "init $pid still alive"
+}
+
+@test "delete: flags after the container id (runc 1.5)" {
+	runc_1_1_differs "urfave/cli v1 stops parsing flags at the container id"
+	run_ct c1
+	rrun rt delete c1 --force
+	assert_success
+	assert_nothing_left c1
 }
 
 @test "delete: -f a paused container" {

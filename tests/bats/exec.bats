@@ -171,9 +171,79 @@ JSON
 	rt kill c1 KILL
 	wait_status c1 stopped
 	rrun rt exec c1 true
-	# The issue asks for exit 1 here; runc (all versions) exits 255.
-	runc_1_1_differs "exec into a stopped container exits 255, not 1"
-	assert_error_line 'stopped|not running'
+	# exec's own failures exit 255, as runc's: callers tell them from the
+	# process's status.
+	assert_error_line 'exec failed: .*(stopped|not running)' 255
+}
+
+@test "exec: into a paused container fails with 255; --ignore-paused runs it once resumed" {
+	requires freezer
+	rt pause c1
+	rrun rt exec c1 echo ok
+	assert_error_line 'exec failed: .*paused' 255
+	local out=$BATS_TEST_TMPDIR/ip.out
+	bg "$RUNTIME" --root "$ROOT" exec --ignore-paused c1 echo ok >"$out" 2>"$out.err"
+	local pid
+	pid=$(tail -n1 "$BATS_TEST_TMPDIR/bg.pids")
+	# The new process waits, frozen, in the container's cgroup: resume then.
+	retry 100 0.1 eval 'test "$(wc -l <"/sys/fs/cgroup/freezer$(cg_path b)/cgroup.procs")" -ge 2'
+	rt resume c1
+	wait "$pid" || fail "exec --ignore-paused failed: $(cat "$out.err")"
+	assert_eq "$(cat "$out")" ok
+}
+
+@test "exec: an unwritable --pid-file fails with 255" {
+	rrun rt exec -d --pid-file "$BATS_TEST_TMPDIR/no/such/dir/e.pid" c1 sleep 100
+	assert_error_line 'exec failed: .*no such file' 255
+}
+
+@test "exec: --cgroup runs the process in a sub-cgroup of the container" {
+	requires cgroups_v1
+	local cg d
+	cg=$(cg_path b)
+	for d in $(cg_dirs "$cg"); do
+		mkdir "$d/sub"
+		# A v1 cpuset cgroup takes no process before it has cpus and mems.
+		if [[ -f $d/cpuset.cpus ]]; then
+			cat "$d/cpuset.cpus" >"$d/sub/cpuset.cpus"
+			cat "$d/cpuset.mems" >"$d/sub/cpuset.mems"
+		fi
+	done
+	rrun rt exec --cgroup sub c1 cat /proc/self/cgroup
+	assert_success
+	grep -q ":pids:$cg/sub\$" <<<"$stdout" || fail "not in the pids sub-cgroup: $stdout"
+	grep -q ":memory:$cg/sub\$" <<<"$stdout" || fail "not in the memory sub-cgroup: $stdout"
+	# controller:path moves only that controller.
+	rrun rt exec --cgroup pids:sub c1 cat /proc/self/cgroup
+	assert_success
+	grep -q ":pids:$cg/sub\$" <<<"$stdout" || fail "not in the pids sub-cgroup: $stdout"
+	grep -q ":memory:$cg\$" <<<"$stdout" || fail "left the memory cgroup: $stdout"
+	# Only below the container's cgroup, and only one that exists.
+	rrun rt exec --cgroup pids:.. c1 true
+	assert_error_line 'exec failed: .*(bad sub cgroup path|is not a sub cgroup path)' 255
+	rrun rt exec --cgroup nosuch c1 true
+	assert_failure 255
+}
+
+@test "exec: --process on a FIFO waits for its writer" {
+	local fifo=$BATS_TEST_TMPDIR/process.fifo out=$BATS_TEST_TMPDIR/fifo.out pid
+	mkfifo "$fifo"
+	bg "$RUNTIME" --root "$ROOT" exec --process "$fifo" c1 >"$out" 2>"$out.err"
+	pid=$(tail -n1 "$BATS_TEST_TMPDIR/bg.pids")
+	# Wait until one of its threads blocks opening the FIFO, waiting for a
+	# writer (or until it has given up).
+	retry 100 0.1 eval 'grep -qsx wait_for_partner /proc/'"$pid"'/task/*/wchan || ! kill -0 '"$pid"
+	kill -0 "$pid" 2>/dev/null || fail "exec did not wait for a writer: $(cat "$out.err")"
+	jq -n '{user: {uid: 0, gid: 0}, args: ["echo", "from-fifo"], env: ["PATH=/bin"], cwd: "/"}' >"$fifo"
+	wait "$pid" || fail "exec --process FIFO failed: $(cat "$out.err")"
+	assert_eq "$(cat "$out")" from-fifo
+	# A writer that came first (it waits in its open) is read too.
+	bg sh -c 'jq -n "{user: {uid: 0, gid: 0}, args: [\"echo\", \"writer-first\"], env: [\"PATH=/bin\"], cwd: \"/\"}" >"$1"' _ "$fifo"
+	pid=$(tail -n1 "$BATS_TEST_TMPDIR/bg.pids")
+	retry 100 0.1 eval 'grep -qsx wait_for_partner /proc/'"$pid"'/task/*/wchan'
+	rrun rt exec --process "$fifo" c1
+	assert_success
+	assert_eq "$stdout" writer-first
 }
 
 @test "exec: into a missing container fails" {
@@ -194,9 +264,9 @@ JSON
 	assert_eq "$stdout" "changed /tmp"
 	mv "$(bundle_dir b)/config.json" "$(bundle_dir b)/config.json.gone"
 	rrun rt exec c1 true
-	assert_error_line 'config.json'
+	assert_error_line 'config.json' 255
 	mv "$(bundle_dir b)/config.json.gone" "$(bundle_dir b)/config.json"
 	cfg b '.ociVersion = "2.0.0"'
 	rrun rt exec c1 true
-	assert_error_line 'version'
+	assert_error_line 'version' 255
 }

@@ -396,6 +396,35 @@ assert_nothing_left() {
 	return 0
 }
 
+# deny_entrypoint NAME: bundle NAME's entrypoint is /usr/local/bin/sleep (a
+# busybox copy), which its container's zone "noexec" may not execute
+# (rauha-only). Prints nothing; the zone comes with the container.
+deny_entrypoint() {
+	local dir
+	dir=$(bundle_dir "$1")
+	mkdir -p "$dir/rootfs/usr/local/bin"
+	cp "$BUSYBOX" "$dir/rootfs/usr/local/bin/sleep"
+	printf '[exec]\ndeny = ["/usr/local/bin/sleep"]\n' >"$BATS_TEST_TMPDIR/noexec.toml"
+	cfg "$1" '.annotations["org.rauha.zone"] = "noexec" | .annotations["org.rauha.policy"] = $p' \
+		--arg p "$BATS_TEST_TMPDIR/noexec.toml"
+	set_args "$1" /usr/local/bin/sleep 100
+}
+
+# requires_shim_exec ZONE: skip unless ZONE's exec rules are enforced by the
+# Landlock exec shim (the landlock backend), the path that reports a denied
+# entrypoint back to start and run.
+requires_shim_exec() {
+	local backend
+	backend=$(rt zone verify "$1" --format json | jq -r .backend)
+	[[ $backend == landlock ]] || skip "the $backend backend denies the entrypoint in the init, after start has returned"
+}
+
+# pin_dir_of ROOT: the BPF pin directory rauha uses for state root ROOT
+# (libzone/backend.go: bpfPinDir, the first 6 bytes of sha256(root)).
+pin_dir_of() {
+	echo "/sys/fs/bpf/rauha-$(printf %s "$1" | sha256sum | cut -c1-12)"
+}
+
 # ---------------------------------------------------------------- helpers built from Go
 
 # build_helper NAME: build tests/bats/helpers/NAME (static) once per run;

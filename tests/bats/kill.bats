@@ -114,6 +114,17 @@ usr1_count_is() {
 	assert_error_line 'not running|stopped|process'
 }
 
+@test "kill: signal 0 probes the init: exit 0 while it runs, \"container not running\" once it stopped" {
+	run_ct c1
+	rrun rt kill c1 0
+	assert_success
+	assert_eq "$(ct_status c1)" running
+	rt kill c1 KILL
+	wait_status c1 stopped
+	rrun rt kill c1 0
+	assert_error_line 'container not running'
+}
+
 @test "kill: a missing container fails with one line" {
 	rrun rt kill nosuch KILL
 	assert_error_line 'not exist|not found|nosuch'

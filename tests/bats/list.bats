@@ -121,3 +121,18 @@ load helpers
 	assert_success
 	assert_eq "$(jq -r '.members | map(.id + "=" + .status) | join(" ")' <<<"$stdout")" "c33=running"
 }
+
+@test "list: a --root that does not exist fails" {
+	runc_1_1_differs "runc 1.1 lists a missing --root as empty"
+	rrun "$RUNTIME" --root "$BATS_TEST_TMPDIR/no-such-root" list
+	assert_error_line "no-such-root.*(no such file|not exist)"
+	[[ ! -e $BATS_TEST_TMPDIR/no-such-root ]] || fail "list created the root"
+}
+
+@test "list: global flags after the command (runc 1.5)" {
+	runc_1_1_differs "urfave/cli v1 takes global flags only before the command"
+	run_ct c1
+	rrun "$RUNTIME" list -q --root "$ROOT"
+	assert_success
+	assert_eq "$stdout" c1
+}

@@ -61,3 +61,23 @@ load helpers
 	rrun rt start c1
 	assert_error_line 'stopped'
 }
+
+@test "start: an entrypoint the zone may not execute fails start with the exec error (rauha)" {
+	requires rauha
+	# The same entrypoint without the zone's rule starts.
+	make_bundle b2
+	mkdir -p "$(bundle_dir b2)/rootfs/usr/local/bin"
+	cp "$BUSYBOX" "$(bundle_dir b2)/rootfs/usr/local/bin/sleep"
+	set_args b2 /usr/local/bin/sleep 100
+	create_ct c2 b2
+	rrun rt start c2
+	assert_success
+	wait_status c2 running
+
+	deny_entrypoint b
+	create_ct c1
+	requires_shim_exec noexec
+	rrun rt start c1
+	assert_error_line 'unable to start container process: exec: .*/usr/local/bin/sleep.*: permission denied'
+	wait_status c1 stopped
+}

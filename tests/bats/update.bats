@@ -121,3 +121,21 @@ v1() {
 	rrun rt update --pids-limit 10 nosuch
 	assert_error_line 'not exist|not found|nosuch'
 }
+
+@test "update: flags after the container id (runc 1.5)" {
+	runc_1_1_differs "urfave/cli v1 stops parsing flags at the container id"
+	rrun rt update c1 --memory 64m --pids-limit=42
+	assert_success
+	assert_eq "$(v1 memory memory.limit_in_bytes)" 67108864
+	assert_eq "$(v1 pids pids.max)" 42
+}
+
+@test "update: --l3-cache-schema and --mem-bw-schema without Intel RDT fail with runc's messages" {
+	! grep -qw resctrl /proc/mounts || skip "this host has resctrl mounted"
+	rrun rt update --l3-cache-schema 'L3:0=f' c1
+	assert_error_line '^.*Intel RDT/CAT: l3 cache schema is not enabled"?$'
+	rrun rt update --mem-bw-schema 'MB:0=50' c1
+	assert_error_line '^.*Intel RDT/MBA: memory bandwidth schema is not enabled"?$'
+	# Nothing else changed on the way.
+	assert_eq "$(v1 memory memory.limit_in_bytes)" 134217728
+}

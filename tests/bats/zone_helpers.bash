@@ -49,12 +49,6 @@ teardown() {
 	fi
 }
 
-# pin_dir_of ROOT: the BPF pin directory rauha uses for state root ROOT
-# (libzone/backend.go: bpfPinDir, the first 6 bytes of sha256(root)).
-pin_dir_of() {
-	echo "/sys/fs/bpf/rauha-$(printf %s "$1" | sha256sum | cut -c1-12)"
-}
-
 # ---------------------------------------------------------------- policies
 
 # policy NAME: write stdin (TOML) to $BATS_TEST_TMPDIR/NAME.toml, print the path.
