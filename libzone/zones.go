@@ -231,10 +231,14 @@ func (e *Engine) DeleteZone(name string, force bool) error {
 	if err != nil {
 		return fmt.Errorf("delete zone %s: %w", name, err)
 	}
-	if gone != nil {
-		return enf.Remove(gone)
+	if gone == nil {
+		return nil
 	}
-	return nil
+	if err := enf.Remove(gone); err != nil {
+		return err
+	}
+	_, err = e.uninstallIfNoZones(enf)
+	return err
 }
 
 // Events drains the kernel's pending events and returns the zone's recorded
@@ -250,7 +254,7 @@ func (e *Engine) Events(name string, since time.Time) ([]zone.Event, error) {
 // DrainEvents moves pending kernel events into the event log and returns it.
 func (e *Engine) DrainEvents() (*zone.EventLog, error) {
 	log := zone.NewEventLog(e.root)
-	if _, installed := bpf.InstalledBackend(bpfPinDir(e.root)); !installed {
+	if _, installed := bpf.InstalledBackend(bpf.PinDirFor(e.root)); !installed {
 		// Nothing in the kernel, so nothing to drain; reading events must
 		// not install programs (a follower would undo a reconcile).
 		return log, nil
