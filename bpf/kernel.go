@@ -15,9 +15,11 @@
 //     and Landlock runs before the BPF LSM (lsm= order), so its denials never
 //     reach lsm/file_open: without the observer they would leave no event.
 //
-// Pin layout under the pin directory: the maps by name; global links as
-// link_<program>; the fallback's cgroup programs as prog_<program>; each
-// member's cgroup links as members/<cgroup id>/<program>.
+// Pin layout under the pin directory (PinDirFor): the maps by name; global
+// links as link_<program>; the fallback's cgroup programs as
+// prog_<program>; each member's cgroup links as members/<cgroup id>/<program>
+// and the anchor's as anchor/<program> (anchor.go); the records root and
+// object (pindir.go).
 package bpf
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 -type event -type policy -type counters -type egress4_key -type egress6_key -type file_key -type peer_key -type config -type limits -type policy_flag -type peer_bit -type file_access -type control -type hook -type verdict rauha rauha.bpf.c -- -I./headers -Wall -Werror
@@ -237,6 +239,11 @@ func open(pinDir, root string, lsm bool, obj object) (_ *Kernel, err error) {
 	}
 	for _, p := range replaced {
 		if err := replaceProgram(pinDir, p, coll.Programs[p.name]); err != nil {
+			return nil, err
+		}
+	}
+	if !current {
+		if err := dropRetiredPrograms(pinDir); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -33,9 +34,10 @@ import (
 //     the old link is detached. For that moment both run: a denial may be
 //     reported twice, never missed.
 //
-// The object record is written last, so a rauha killed half-way leaves a
-// pin directory that the next Open upgrades again; no step ever detaches
-// before its replacement is attached.
+// What the older object pinned for programs this one does not have is
+// detached (dropRetiredPrograms). The object record is written last, so a
+// rauha killed half-way leaves a pin directory that the next Open upgrades
+// again; no step ever detaches before its replacement is attached.
 
 // ErrLayoutChanged is returned by Open when a pinned map's key or value
 // size differs from the object's: its entries cannot be carried over.
@@ -204,4 +206,39 @@ func replaceCgroupProgram(pinDir string, p hookProgram, prog *ebpf.Program) erro
 		return fmt.Errorf("replace the pin of program %s: %w", p.name, err)
 	}
 	return nil
+}
+
+// dropRetiredPrograms detaches and unpins what an older object pinned for
+// programs this one no longer has (global links, cgroup programs and their
+// member and anchor links): nothing would ever replace them. The other
+// backend's programs are not retired (checkBackend refuses those pins).
+func dropRetiredPrograms(pinDir string) error {
+	known := map[string]bool{}
+	for _, p := range hookPrograms {
+		known[p.name] = true
+	}
+	var errs []error
+	retired := func(pin, name string) {
+		if !known[name] {
+			errs = append(errs, detachPinned(pin))
+		}
+	}
+	globals, _ := filepath.Glob(filepath.Join(pinDir, "link_*"))
+	for _, pin := range globals {
+		retired(pin, strings.TrimPrefix(filepath.Base(pin), "link_"))
+	}
+	cgroupLinks, _ := filepath.Glob(filepath.Join(membersDir(pinDir), "*", "*"))
+	anchorLinks, _ := filepath.Glob(filepath.Join(anchorDir(pinDir), "*"))
+	for _, pin := range append(cgroupLinks, anchorLinks...) {
+		retired(pin, filepath.Base(pin))
+	}
+	progs, _ := filepath.Glob(filepath.Join(pinDir, "prog_*"))
+	for _, pin := range progs {
+		if !known[strings.TrimPrefix(filepath.Base(pin), "prog_")] {
+			if err := os.Remove(pin); err != nil {
+				errs = append(errs, fmt.Errorf("unpin %s: %w", pin, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -126,6 +126,27 @@ func TestUpgradeReplacesProgramsWithoutAGap(t *testing.T) {
 	_, oldAnchor := linkProgram(t, anchorLink)
 	oldProg := pinnedProgramID(t, progPin(pinDir, rauhaProgEgressConnect4))
 
+	// What an older object pinned for a program the new one does not have:
+	// a cgroup program and a link of it on another cgroup.
+	// (By id: a program loaded from its pin would move that pin.)
+	prog, err := ebpf.NewProgramFromID(oldProg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retiredProg, retiredLink := progPin(pinDir, "retired"), filepath.Join(memberDir(pinDir, cgid), "retired")
+	if err := prog.Pin(retiredProg); err != nil {
+		t.Fatal(err)
+	}
+	rl, err := link.AttachCgroup(link.CgroupOptions{Path: testCgroup(t, "retired"), Attach: ebpf.AttachCGroupInet4Connect, Program: prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.Pin(retiredLink); err != nil {
+		t.Fatal(err)
+	}
+	rl.Close()
+	prog.Close()
+
 	// The member connects to a closed port in a loop: EPERM while enforced,
 	// ECONNREFUSED for any attempt that got past the programs.
 	cmd := workload{cgroup: cg}.command(t, "connect-loop", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)).String())
@@ -183,6 +204,9 @@ func TestUpgradeReplacesProgramsWithoutAGap(t *testing.T) {
 	}
 	if p2 := pinnedProgramID(t, progPin(pinDir, rauhaProgEgressConnect4)); p2 == oldProg || p2 != p {
 		t.Errorf("pinned program %d (was %d), want the one the member's link runs (%d)", p2, oldProg, p)
+	}
+	if exists(retiredProg) || exists(retiredLink) {
+		t.Errorf("a retired program's pins are left: %v %v", exists(retiredProg), exists(retiredLink))
 	}
 	if matches, _ := filepath.Glob(filepath.Join(pinDir, "*_new")); len(matches) > 0 {
 		t.Errorf("temporary pins left: %v", matches)
