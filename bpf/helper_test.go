@@ -74,10 +74,20 @@ func helperOp(op string, args []string) error {
 			return err
 		}
 		return sockOp(strings.HasPrefix(op, "sendto"), strings.HasSuffix(op, "6"), ap)
-	case "connect-loop": // connect-loop <addr>: connect again and again until stdin closes
-		ap, err := netip.ParseAddrPort(args[0])
-		if err != nil {
+	case "connect-loop", "open-loop": // <op>-loop <addr|path>: again and again until stdin closes
+		try := func() error {
+			fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fd)
+			}
 			return err
+		}
+		if op == "connect-loop" {
+			ap, err := netip.ParseAddrPort(args[0])
+			if err != nil {
+				return err
+			}
+			try = func() error { return sockOp(false, false, ap) }
 		}
 		stop := make(chan struct{})
 		go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(stop) }()
@@ -92,7 +102,7 @@ func helperOp(op string, args []string) error {
 			}
 			name := "ok"
 			var errno syscall.Errno
-			if err := sockOp(false, false, ap); errors.As(err, &errno) {
+			if err := try(); errors.As(err, &errno) {
 				name = unix.ErrnoName(errno)
 			} else if err != nil {
 				return err

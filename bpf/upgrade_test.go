@@ -40,6 +40,42 @@ func olderObject(edit func(*ebpf.CollectionSpec)) object {
 	}
 }
 
+// startLoop starts a helper in w that repeats op on arg until the returned
+// function is called; that returns what the attempts got ("map[EPERM:n]").
+func startLoop(t *testing.T, w workload, op, arg string) func() string {
+	t.Helper()
+	cmd := w.command(t, op, arg)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("%s did not start: %q %v", op, line, err)
+	}
+	return func() string {
+		stdin.Close()
+		rest, _ := io.ReadAll(out)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(string(rest)), "ok"))
+	}
+}
+
+// onlyOutcome: every attempt of a loop got want, and there were some.
+func onlyOutcome(got, want string) bool {
+	return strings.HasPrefix(got, "map["+want+":") && !strings.Contains(got, " ")
+}
+
 // linkProgram is the link id and program id of a pinned link.
 func linkProgram(t *testing.T, pin string) (link.ID, ebpf.ProgramID) {
 	t.Helper()
@@ -149,38 +185,14 @@ func TestUpgradeReplacesProgramsWithoutAGap(t *testing.T) {
 
 	// The member connects to a closed port in a loop: EPERM while enforced,
 	// ECONNREFUSED for any attempt that got past the programs.
-	cmd := workload{cgroup: cg}.command(t, "connect-loop", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)).String())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	out := bufio.NewReader(stdout)
-	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("connect loop did not start: %q %v", line, err)
-	}
-
+	loop := startLoop(t, workload{cgroup: cg}, "connect-loop", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)).String())
 	k, err := Open(pinDir, root, false)
 	if err != nil {
 		t.Fatalf("open with the new object: %v", err)
 	}
 	defer k.Close()
-
-	stdin.Close()
-	rest, _ := io.ReadAll(out)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("connect loop: %v", err)
-	}
-	outcomes := strings.Fields(strings.TrimSpace(string(rest)))
-	if len(outcomes) == 0 || !strings.HasPrefix(outcomes[0], "map[EPERM:") || !strings.HasSuffix(outcomes[0], "]") {
-		t.Fatalf("the member's connects during the upgrade: %q, want EPERM only", rest)
+	if got := loop(); !onlyOutcome(got, "EPERM") {
+		t.Fatalf("the member's connects during the upgrade: %s, want EPERM only", got)
 	}
 
 	if got := installedObject(pinDir); got != rauhaObjectSHA256 {
@@ -313,4 +325,70 @@ func TestUpgradeRefusesAChangedLayout(t *testing.T) {
 	if got := installedObject(pinDir); got != old.hash {
 		t.Errorf("object record %q after a refused upgrade", got)
 	}
+}
+
+// On bpf-lsm the hooks are global links, which cannot be updated in place:
+// the new ones are attached before the old ones are detached, and a member
+// denied a file keeps being denied throughout. Runs in the VM lane
+// (bpf/vmtest.sh); this host refuses LSM programs.
+func TestUpgradeLSM(t *testing.T) {
+	requireRoot(t)
+	if lsm, err := Probe(); err != nil || !lsm {
+		if os.Getenv("RAUHA_EXPECT_LSM") == "1" {
+			t.Fatalf("BPF-LSM unusable but RAUHA_EXPECT_LSM=1: %v", err)
+		}
+		t.Skip("BPF-LSM programs are refused on this kernel; run bpf/vmtest.sh")
+	}
+	root := t.TempDir()
+	pinDir := filepath.Join(bpffsRoot, "rauha-test-upgrade-lsm-"+itoa(uint64(os.Getpid())))
+	t.Cleanup(func() {
+		if err := RemovePins(pinDir); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	k, err := open(pinDir, root, true, olderObject(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dev, ino := statDevIno(t, file)
+	if err := k.SetPolicy(9, ZonePolicy{FileDenies: []FileDeny{{Dev: dev, Ino: ino, Mask: FileOpen}}}); err != nil {
+		t.Fatal(err)
+	}
+	cg := testCgroup(t, "upgrade-lsm")
+	if _, err := k.AddMember(9, cg); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+	before := map[string]ebpf.ProgramID{}
+	for _, p := range backendPrograms(true) {
+		_, before[p.name] = linkProgram(t, linkPin(pinDir, p.name))
+	}
+
+	loop := startLoop(t, workload{cgroup: cg}, "open-loop", file)
+	k, err = Open(pinDir, root, true)
+	if err != nil {
+		t.Fatalf("open with the new object: %v", err)
+	}
+	defer k.Close()
+	if got := loop(); !onlyOutcome(got, "EACCES") {
+		t.Fatalf("the member's opens during the upgrade: %s, want EACCES only", got)
+	}
+	for _, p := range backendPrograms(true) {
+		if _, now := linkProgram(t, linkPin(pinDir, p.name)); now == before[p.name] {
+			t.Errorf("%s still runs the old program", p.name)
+		}
+	}
+	att, err := k.Attached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(att) != len(backendPrograms(true)) {
+		t.Errorf("Attached() = %q: old links left or new ones missing", att)
+	}
+	workload{cgroup: cg}.expect(t, "EACCES", "open", file)
+	drainUntil(t, k, func(e Event) bool { return e.Zone == 9 && e.Hook == HookLSMFileOpen && e.Verdict == VerdictDenied })
 }
