@@ -27,39 +27,38 @@ const createGrace = time.Minute
 // also removes the pins of other roots whose state directory is gone
 // (removeOrphanPins). It returns one line per repair.
 func (e *Engine) Reconcile() ([]string, error) {
-	fixed, err := e.removeOrphanPins()
-	if err != nil {
-		return fixed, err
-	}
+	// Another root's pins that cannot be removed are no reason to leave
+	// this root unrepaired: that error is returned with this root's.
+	fixed, orphanErr := e.removeOrphanPins()
+	more, err := e.reconcileRoot()
+	return append(fixed, more...), errors.Join(orphanErr, err)
+}
+
+func (e *Engine) reconcileRoot() ([]string, error) {
 	if _, installed := bpf.InstalledBackend(bpf.PinDirFor(e.root)); !installed {
-		var zones []zone.Zone
-		if err := e.store.View(func(tx *zone.Tx) (err error) { zones, err = tx.Zones(); return err }); err != nil {
-			return fixed, err
-		}
-		if len(zones) == 0 {
-			return fixed, nil // nothing in the kernel and nothing to put there
+		if has, err := e.hasZones(); err != nil || !has {
+			return nil, err // nothing in the kernel and nothing to put there
 		}
 	}
 	enf, err := e.enforcer()
 	if err != nil {
-		return fixed, err
+		return nil, err
 	}
 	if checkErr := enf.Check(); checkErr != nil {
 		// Programs bound to maps nobody can update: install afresh; the
 		// enforcer of fresh pins restores every zone and member.
 		logrus.Warnf("reinstall the kernel programs: %v", checkErr)
 		if err := enf.Uninstall(); err != nil {
-			return fixed, err
+			return nil, err
 		}
 		if enf, err = e.enforcer(); err != nil {
-			return fixed, err
+			return nil, err
 		}
 		enf.Close()
-		return append(fixed, "kernel programs reinstalled: "+checkErr.Error()), nil
+		return []string{"kernel programs reinstalled: " + checkErr.Error()}, nil
 	}
 	defer enf.Close()
-	more, err := e.reconcile(enf)
-	return append(fixed, more...), err
+	return e.reconcile(enf)
 }
 
 // removeOrphanPins removes the pin directories (with their links, among
