@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Maps and helpers shared by every Rauha program: zone lookup for the
  * current task and for another task, policy, counters, events, and the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Fallback egress enforcement: cgroup/connect{4,6} and cgroup/sendmsg{4,6},
  * attached only to zone members' cgroup-v2 directories (AddMember).

@@ -54,6 +54,8 @@ const (
 	HookLSMSocketConnect = Hook(rauhaHookHOOK_LSM_SOCKET_CONNECT)
 	HookLSMSocketSendmsg = Hook(rauhaHookHOOK_LSM_SOCKET_SENDMSG)
 	HookLSMCapable       = Hook(rauhaHookHOOK_LSM_CAPABLE)
+	HookLSMMmapFile      = Hook(rauhaHookHOOK_LSM_MMAP_FILE)
+	HookLSMFileMprotect  = Hook(rauhaHookHOOK_LSM_FILE_MPROTECT)
 )
 
 var hookNames = map[Hook]string{
@@ -63,6 +65,7 @@ var hookNames = map[Hook]string{
 	HookLSMBprmCheck: "lsm/bprm_check_security", HookLSMPtrace: "lsm/ptrace_access_check",
 	HookLSMTaskKill: "lsm/task_kill", HookLSMSocketConnect: "lsm/socket_connect",
 	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
+	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
 }
 
 func (h Hook) String() string {
@@ -150,7 +153,7 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &raw); err != nil {
 			return out, fmt.Errorf("decode event of %d bytes: %w", len(rec.RawSample), err)
 		}
-		if k.lsm && Hook(raw.Hook) == HookSysExit && Control(raw.Control) != ControlFile && Control(raw.Control) != ControlExec {
+		if k.lsm && Hook(raw.Hook) == HookSysExit && !observedOnLSM(Control(raw.Control)) {
 			// The LSM hook that denied it sent its own event.
 			continue
 		}
@@ -160,6 +163,13 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		out = append(out, decodeEvent(&raw, clock))
 	}
 	return out, nil
+}
+
+// observedOnLSM reports the controls whose observer events the bpf-lsm
+// backend keeps: file and exec (Landlock's allow-lists, which no hook sees)
+// and capability (bpf(2) denied by seccomp; lsm/capable never runs for it).
+func observedOnLSM(c Control) bool {
+	return c == ControlFile || c == ControlExec || c == ControlCapability
 }
 
 // lsmDenials remembers, per thread, the file or exec denial an LSM hook has

@@ -123,6 +123,53 @@ func helperOp(op string, args []string) error {
 		defer unix.Close(fd)
 		_, err = unix.Write(fd, []byte(args[1]))
 		return err
+	case "write-by-handle": // write-by-handle <mount> <cgroup dir> <data>: its cgroup.procs, reached by handle
+		h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, args[1], 0)
+		if err != nil {
+			return fmt.Errorf("name_to_handle_at %s: %w", args[1], err)
+		}
+		mfd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", args[0], err)
+		}
+		defer unix.Close(mfd)
+		dir, err := unix.OpenByHandleAt(mfd, h, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dir)
+		fd, err := unix.Openat(dir, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		_, err = unix.Write(fd, []byte(args[2]))
+		return err
+	case "mmap-exec", "mprotect-exec": // map <path> executable, at once or by mprotect
+		fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		prot := unix.PROT_READ
+		if op == "mmap-exec" {
+			prot |= unix.PROT_EXEC
+		}
+		m, err := unix.Mmap(fd, 0, 4096, prot, unix.MAP_PRIVATE)
+		if err != nil {
+			return err
+		}
+		defer unix.Munmap(m)
+		if op == "mprotect-exec" {
+			return unix.Mprotect(m, unix.PROT_READ|unix.PROT_EXEC)
+		}
+		return nil
+	case "mmap-anon-exec": // an anonymous executable mapping: no file to judge
+		m, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err == nil {
+			unix.Munmap(m)
+		}
+		return err
 	case "exec": // exec <copy of this binary>: prints "ok" from the new image
 		return unix.Exec(args[0], []string{args[0], "noop"}, os.Environ())
 	case "kill":

@@ -72,6 +72,8 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneSocketConnect, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneSocketSendmsg, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneCapable, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneMmapFile, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneFileMprotect, lsm: true, attach: ebpf.AttachLSMMac},
 }
 
 // backendPrograms are the programs a backend installs.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The bpf-lsm backend. Every hook: an earlier program's non-zero verdict
  * wins, then tasks outside every zone are allowed before anything else.
@@ -18,6 +18,7 @@
 #define SOCK_STREAM 1
 #define MSG_FASTOPEN 0x20000000
 #define CAP_OPT_NOAUDIT (1u << 1)
+#define PROT_EXEC 0x4
 
 static __always_inline int file_denied(__u32 zone, struct file *file, __u32 bit, __u16 control,
 				       __u16 hook)
@@ -113,6 +114,49 @@ int BPF_PROG(zone_bprm_check, struct linux_binprm *bprm, int ret)
 		return 0;
 	return file_denied(zone, BPF_CORE_READ(bprm, file), FILE_DENY_EXEC, CONTROL_EXEC,
 			   HOOK_LSM_BPRM_CHECK);
+}
+
+/*
+ * exec.deny holds for every way to run a denied file's code: mapping it
+ * executable (the dynamic loader does, "ld.so /denied/binary") is judged
+ * like executing it.
+ */
+SEC("lsm/mmap_file")
+int BPF_PROG(zone_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot,
+	     unsigned long flags, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(prot & PROT_EXEC))
+		return 0;
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+	/* file is NULL for an anonymous mapping: read the slot as a scalar
+	 * (a NULL check on the argument itself is folded away, see above). */
+	__u64 f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &ctx[0]);
+	if (!f)
+		return 0;
+	return file_denied(zone, (struct file *)f, FILE_DENY_EXEC, CONTROL_EXEC, HOOK_LSM_MMAP_FILE);
+}
+
+/* The same for a mapping made executable afterwards with mprotect. */
+SEC("lsm/file_mprotect")
+int BPF_PROG(zone_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot,
+	     unsigned long prot, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(prot & PROT_EXEC))
+		return 0;
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+	if (!file)
+		return 0;
+	return file_denied(zone, file, FILE_DENY_EXEC, CONTROL_EXEC, HOOK_LSM_FILE_MPROTECT);
 }
 
 static __always_inline int cross_zone(__u32 zone, struct task_struct *target, __u32 peer_bit,

@@ -1,6 +1,6 @@
 //go:build ignore
 
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * BPF-LSM probe. Loading is not enough: a kernel can refuse the load (this
  * project's CI VM returns EPERM), or accept and attach it while the bpf LSM
@@ -22,4 +22,6 @@ int BPF_PROG(probe_file_open, struct file *file, int ret)
 	return ret;
 }
 
+/* The kernel's name for the SPDX line above; the LSM and tracing helpers
+ * load only into programs with a GPL-compatible license. */
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,6 +1,6 @@
 //go:build ignore
 
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Rauha's kernel programs, one object for both backends: the loader picks
  * the fallback set (cgroup egress + deny observer) or the bpf-lsm set and
@@ -12,4 +12,6 @@
 #include "observer.bpf.h"
 #include "lsm.bpf.h"
 
+/* The kernel's name for the SPDX line above; the LSM and tracing helpers
+ * load only into programs with a GPL-compatible license. */
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

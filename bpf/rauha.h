@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0-only OR Apache-2.0) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Everything that crosses the user/kernel boundary: map keys and values,
  * the event record and the constants both sides interpret. The Go loader
@@ -72,6 +72,8 @@ enum hook {
 	HOOK_LSM_SOCKET_CONNECT,
 	HOOK_LSM_SOCKET_SENDMSG,
 	HOOK_LSM_CAPABLE,
+	HOOK_LSM_MMAP_FILE,
+	HOOK_LSM_FILE_MPROTECT,
 };
 
 enum verdict {

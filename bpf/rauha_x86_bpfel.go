@@ -108,6 +108,8 @@ const (
 	rauhaHookHOOK_LSM_SOCKET_CONNECT rauhaHook = 10
 	rauhaHookHOOK_LSM_SOCKET_SENDMSG rauhaHook = 11
 	rauhaHookHOOK_LSM_CAPABLE        rauhaHook = 12
+	rauhaHookHOOK_LSM_MMAP_FILE      rauhaHook = 13
+	rauhaHookHOOK_LSM_FILE_MPROTECT  rauhaHook = 14
 )
 
 type rauhaLimits uint32
@@ -177,7 +179,9 @@ const (
 	rauhaProgObserveSysExit    = "observe_sys_exit"
 	rauhaProgZoneBprmCheck     = "zone_bprm_check"
 	rauhaProgZoneCapable       = "zone_capable"
+	rauhaProgZoneFileMprotect  = "zone_file_mprotect"
 	rauhaProgZoneFileOpen      = "zone_file_open"
+	rauhaProgZoneMmapFile      = "zone_mmap_file"
 	rauhaProgZonePtrace        = "zone_ptrace"
 	rauhaProgZoneSocketConnect = "zone_socket_connect"
 	rauhaProgZoneSocketSendmsg = "zone_socket_sendmsg"
@@ -235,7 +239,9 @@ type rauhaProgramSpecs struct {
 	ObserveSysExit    *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck     *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
 	ZoneCapable       *ebpf.ProgramSpec `ebpf:"zone_capable"`
+	ZoneFileMprotect  *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
 	ZoneFileOpen      *ebpf.ProgramSpec `ebpf:"zone_file_open"`
+	ZoneMmapFile      *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
 	ZonePtrace        *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
 	ZoneSocketConnect *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
@@ -329,7 +335,9 @@ type rauhaPrograms struct {
 	ObserveSysExit    *ebpf.Program `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck     *ebpf.Program `ebpf:"zone_bprm_check"`
 	ZoneCapable       *ebpf.Program `ebpf:"zone_capable"`
+	ZoneFileMprotect  *ebpf.Program `ebpf:"zone_file_mprotect"`
 	ZoneFileOpen      *ebpf.Program `ebpf:"zone_file_open"`
+	ZoneMmapFile      *ebpf.Program `ebpf:"zone_mmap_file"`
 	ZonePtrace        *ebpf.Program `ebpf:"zone_ptrace"`
 	ZoneSocketConnect *ebpf.Program `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg *ebpf.Program `ebpf:"zone_socket_sendmsg"`
@@ -345,7 +353,9 @@ func (p *rauhaPrograms) Close() error {
 		p.ObserveSysExit,
 		p.ZoneBprmCheck,
 		p.ZoneCapable,
+		p.ZoneFileMprotect,
 		p.ZoneFileOpen,
+		p.ZoneMmapFile,
 		p.ZonePtrace,
 		p.ZoneSocketConnect,
 		p.ZoneSocketSendmsg,

@@ -2,18 +2,20 @@
 # vmtest.sh - run the bpf package's tests, including the BPF-LSM ones that
 # this project's VM and CI kernel refuse (EPERM), and the rauha binary's
 # zone enforcement matrix (tests/vm/matrix.sh) inside throw-away QEMU guests
-# booted from Debian kernels (../shared/vm-lane/run-in-vm.sh).
+# booted from Debian kernel packages by tests/vm/run-in-vm.sh, the project's
+# VM lane (see its header: packages it needs, the kernel cache, settings).
 #
 #   bpf/vmtest.sh [KERNEL...]      KERNEL: 6.1 (default suite), 6.12, sid, nobpf
 #
-# Default: 6.1, 6.12 and nobpf. Each kernel boots once (the expensive part)
-# and runs both: the static test binary with RAUHA_EXPECT_LSM=1, so a kernel
-# that refuses the LSM programs fails the run instead of skipping, then the
-# matrix, which must find the bpf-lsm backend. nobpf boots 6.1 without bpf
-# in lsm=, where LSM programs load and attach but never run: Probe must say
-# so (RAUHA_EXPECT_LSM=0) and rauha must pick the landlock fallback. Extra
-# `go test` flags go in VMTEST_FLAGS (e.g. VMTEST_FLAGS='-test.run TestLSM');
-# VMTEST_MATRIX=0 leaves the matrix out.
+# Default: 6.1, 6.12 and nobpf. Each kernel boots once (seconds; the tests
+# take minutes under emulation) and runs both: the static test binary with
+# RAUHA_EXPECT_LSM=1, so a kernel that refuses the LSM programs fails the run
+# instead of skipping, then the matrix, which must find the bpf-lsm
+# backend. nobpf boots 6.1 without bpf in lsm=, where LSM programs load and
+# attach but never run: Probe must say so (RAUHA_EXPECT_LSM=0) and rauha
+# must pick the landlock fallback. Extra `go test` flags go in VMTEST_FLAGS
+# (e.g. VMTEST_FLAGS='-test.run TestLSM'); VMTEST_MATRIX=0 leaves the matrix
+# out.
 #
 # rauha needs cgo (libcontainer's nsenter, libseccomp): the binary `make
 # build` produces goes in with VM_BINS, which copies it to the same path in
@@ -22,8 +24,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-lane=${VM_LANE:-$(cd "$here/../.." && pwd)/shared/vm-lane/run-in-vm.sh}
-[ -x "$lane" ] || { echo "vmtest: VM lane not found at $lane (set VM_LANE)" >&2; exit 2; }
+lane=$here/../tests/vm/run-in-vm.sh
 
 payload=$(mktemp -d /tmp/rauha-bpf-vmtest.XXXXXX)
 trap 'rm -rf "$payload"' EXIT
@@ -61,7 +62,7 @@ for k in "${kernels[@]}"; do
 			cmd="$cmd; FILEDENY_OVERLAY=$([ "$v" = overlay ] && echo 1 || echo 0) RUNTIME=$bins bash /payload/bin/filedeny.sh || s=1"
 		done
 	fi
-	if env "${env[@]}" VM_BINS="$bins" VM_TIMEOUT="${VM_TIMEOUT:-900}" "$lane" "$payload" "$cmd; exit \$s"; then
+	if env "${env[@]}" VM_BINS="$bins" VM_TIMEOUT="${VM_TIMEOUT:-900}" bash "$lane" "$payload" "$cmd; exit \$s"; then
 		echo "=== vmtest: kernel $k PASS"
 	else
 		echo "=== vmtest: kernel $k FAIL ($?)"

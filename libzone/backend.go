@@ -226,11 +226,40 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 }
 
 // PrepareProcess wraps p in the Landlock shim when the zone has filesystem,
-// exec or scoping rules. For an init (initPid 0) the ruleset is filled in by
-// started, once the init has mounted everything (Landlock ignores rules on
-// a directory that is later mounted over); an exec'd process gets its rules
-// from the running container's root before it starts.
+// exec or scoping rules, and for the init of a zone with exec rules raises
+// vm.memfd_noexec in its new pid namespace (execroutes.go).
 func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
+	started, release, err = ke.prepareLandlock(z, cfg, p, initPid)
+	if err != nil || initPid != 0 || !hasExecRules(&z.Policy) || !memfdBySysctl(cfg) {
+		return started, release, err
+	}
+	// The init's pid namespace is new: memfds are made non-executable in it
+	// before user code runs, for the init and everything exec'd later.
+	landlockStarted := started
+	started = func(pid int) error {
+		if landlockStarted != nil {
+			if err := landlockStarted(pid); err != nil {
+				return err
+			}
+		}
+		return wrapExecErr(z, forbidMemfdExec(pid))
+	}
+	return started, release, nil
+}
+
+func wrapExecErr(z *zone.Zone, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("zone %s: %w", z.Name, err)
+}
+
+// prepareLandlock wraps p in the Landlock shim. For an init (initPid 0) the
+// ruleset is filled in by started, once the init has mounted everything
+// (Landlock ignores rules on a directory that is later mounted over); an
+// exec'd process gets its rules from the running container's root before
+// it starts.
+func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
 	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
 	if initPid != 0 {

@@ -27,6 +27,9 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 	if len(p.Syscalls.Deny) > 0 {
 		denySyscalls(cfg, p.Syscalls.Deny)
 	}
+	if !keepsBPF(cfg, p) {
+		denySyscalls(cfg, []string{"bpf"})
+	}
 	limitResources(cfg.Cgroups.Resources, &p.Resources)
 	if p.Devices.Allowed != nil {
 		filterDevices(cfg, *p.Devices.Allowed)
@@ -42,6 +45,19 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 		}
 	}
 	return conflicts
+}
+
+// keepsBPF reports whether a member may call bpf(2): only when it keeps
+// CAP_BPF or CAP_SYS_ADMIN, in its own bounding set and in the policy's
+// capability list (an absent list keeps the container's sets). Every other
+// member gets EPERM from seccomp, also for the commands the kernel allows
+// without a capability: BPF_OBJ_GET of a pinned object needs nothing but
+// the file, so a pin directory reachable from the container (a bind mount
+// of /sys/fs/bpf, an fd passed in) would hand it the maps that enforce
+// every zone. This holds in audit mode too: the maps are shared by all
+// zones of the root.
+func keepsBPF(cfg *configs.Config, p *zone.Policy) bool {
+	return keepsCap(cfg, p, "CAP_BPF") || keepsCap(cfg, p, "CAP_SYS_ADMIN")
 }
 
 // limitCapabilities keeps in every capability set of proc only what the
@@ -128,42 +144,4 @@ func filterDevices(cfg *configs.Config, names []string) {
 		}
 		return !ok(rule.Type, rule.Major, rule.Minor)
 	})
-}
-
-// cgroupEscapeRoutes lists what in a member's configuration would let its
-// tasks write cgroup.procs outside their own cgroup subtree. The bpf-lsm
-// backend's guard stops such a write in the kernel; the Landlock fallback has
-// no hook for it, so there the container must not be handed a route:
-//   - a writable bind mount of a cgroup hierarchy (libcontainer's own
-//     "cgroup" mounts show only the container's subtree and are not counted);
-//   - CAP_SYS_ADMIN, kept by the policy, without a private cgroup namespace:
-//     it can mount the whole hierarchy itself.
-//
-// Leaving a cgroup escapes the cgroup-bound controls (egress programs, device
-// rules, limits); the Landlock domain and seccomp filter stay with the task.
-func cgroupEscapeRoutes(cfg *configs.Config, p *zone.Policy) []string {
-	var routes []string
-	for _, m := range cfg.Mounts {
-		if !m.IsBind() || m.Flags&unix.MS_RDONLY != 0 {
-			continue
-		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(m.Source, &st); err != nil {
-			continue // libcontainer fails the mount itself
-		}
-		if st.Type == unix.CGROUP_SUPER_MAGIC || st.Type == unix.CGROUP2_SUPER_MAGIC {
-			routes = append(routes, fmt.Sprintf("cgroup escape guard: %s is a writable mount of the cgroup hierarchy %s (mount it read-only)", m.Destination, m.Source))
-		}
-	}
-	sysAdmin := cfg.Capabilities != nil && slices.Contains(cfg.Capabilities.Bounding, "CAP_SYS_ADMIN")
-	if a := p.Capabilities.Allowed; sysAdmin && a != nil {
-		sysAdmin = slices.ContainsFunc(*a, func(c string) bool {
-			n, err := zone.CapabilityName(c)
-			return err == nil && n == "CAP_SYS_ADMIN"
-		})
-	}
-	if sysAdmin && !cfg.Namespaces.Contains(configs.NEWCGROUP) {
-		routes = append(routes, "cgroup escape guard: CAP_SYS_ADMIN without a cgroup namespace can mount the whole cgroup hierarchy (add a cgroup namespace or drop the capability)")
-	}
-	return routes
 }

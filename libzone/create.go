@@ -120,9 +120,18 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	z := adm.zone
 	policy := &z.Policy
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
-	if enf.Backend() != BackendLSM {
-		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
+	conflicts = append(conflicts, execRoutes(config, policy)...)
+	conflicts = append(conflicts, loaderRoutes(config, policy)...)
+	routes, err := admitEscapeRoutes(config, policy, e.root, enf.Backend() == BackendLSM)
+	if err != nil {
+		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
 	}
+	conflicts = append(conflicts, routes...)
+	shared, err := e.sharedPidNSConflicts(z, config, enf.Backend() == BackendLSM)
+	if err != nil {
+		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
+	}
+	conflicts = append(conflicts, shared...)
 	if len(conflicts) > 0 {
 		if policy.Zone.Admission == zone.AdmissionStrict {
 			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",
@@ -139,6 +148,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 	if err := enf.PrepareConfig(z, config); err != nil {
 		return -1, err
+	}
+	if err := closeExecRoutes(config, policy); err != nil {
+		return -1, fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
 	}
 	// The stored policy, not the one admission read: a zone update may have
 	// made it stricter since.

@@ -1,3 +1,7 @@
+// Adapted from runc's notify_socket.go,
+// https://github.com/opencontainers/runc, Copyright The runc Authors, Apache
+// License 2.0; modified for Rauha (see NOTICE).
+
 package libzone
 
 import (

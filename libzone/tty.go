@@ -1,3 +1,8 @@
+// Adapted from runc's tty.go, utils_linux.go (setupIO) and
+// internal/cmsg/cmsg.go (RecvFile), https://github.com/opencontainers/runc,
+// Copyright The runc Authors, Apache License 2.0; modified for Rauha (see
+// NOTICE).
+
 package libzone
 
 import (

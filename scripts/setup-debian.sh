@@ -13,6 +13,9 @@ PACKAGES=(
 	bats busybox-static jq iproute2 time file procps bsdutils util-linux
 	# reference runtime for comparison runs and benchmarks
 	runc
+	# the VM lane (tests/vm/run-in-vm.sh, bpf/vmtest.sh): QEMU guests booted
+	# from Debian kernel packages, modules unpacked with xz
+	qemu-system-x86 cpio bash-static xz-utils
 )
 GO_MIN=1.26
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # test-all.sh - the project's full test run (what CI runs through .ci/run):
-#   1. scripts/setup-debian.sh   packages and toolchain
-#   2. make build                the rauha binary
-#   3. go vet ./...
-#   4. go test ./...             unit tests
-#   5. go test -fuzz             each fuzz target for FUZZTIME (100000x)
-#   6. tests/clients/setup.bash install   podman, docker, containerd, crictl
-#   7. bats --jobs 1 tests/bats/*.bats   end-to-end tests against ./rauha
-#   8. bpf/vmtest.sh             the bpf-lsm backend in QEMU guests
+#   1. scripts/check-selfcontained.sh   no file refers outside the project
+#   2. scripts/setup-debian.sh   packages and toolchain
+#   3. make build                the rauha binary
+#   4. go vet ./...
+#   5. go test ./...             unit tests
+#   6. go test -fuzz             each fuzz target for FUZZTIME (100000x)
+#   7. tests/clients/setup.bash install   podman, docker, containerd, crictl
+#   8. bats --jobs 1 tests/bats/*.bats   end-to-end tests against ./rauha
+#   9. bpf/vmtest.sh             the bpf-lsm backend in QEMU guests
+#                                (tests/vm/run-in-vm.sh)
 # Prints per-stage timings and closes with "N passed, N failed, N skipped"
-# (go tests + bats tests; a failed build/vet stage counts as one failure).
+# (go tests + bats tests; a failed check/build/vet stage counts as one
+# failure).
 # Exits non-zero if anything failed. Works from any cwd.
 #
 # Nothing here may hang: every stage's commands run under timeout(1) with a
@@ -34,7 +37,7 @@ stage() {
 	start=${EPOCHREALTIME/./}
 	"$@" || rc=$?
 	local ms=$(((${EPOCHREALTIME/./} - start) / 1000))
-	timings+=("$(printf '%-6s %5d.%01ds  %s' "$name" $((ms / 1000)) $((ms % 1000 / 100)) "$([[ $rc -eq 0 ]] && echo ok || echo "FAILED (exit $rc)")")")
+	timings+=("$(printf '%-13s %5d.%01ds  %s' "$name" $((ms / 1000)) $((ms % 1000 / 100)) "$([[ $rc -eq 0 ]] && echo ok || echo "FAILED (exit $rc)")")")
 	if [[ $rc -ne 0 ]]; then
 		stage_failed+=("$name")
 	fi
@@ -167,7 +170,7 @@ run_fuzz() {
 # of every kernel.
 run_vm() {
 	local log=$LOGDIR/vm.log rc=0
-	limited 1200 bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 </dev/null || rc=$?
+	limited 2400 bash "$REPO/bpf/vmtest.sh" ${VM_KERNELS:-6.1 6.12 sid nobpf} >"$log" 2>&1 </dev/null || rc=$?
 	grep -E '^=== vmtest|^(FAIL|PASS)|--- FAIL|vmtest:|^not ok [0-9]+ |^ok [0-9]+ .*# SKIP|^# rauha matrix|^FILEDENY:|^  FAIL  ' "$log" | head -100
 	local p f s
 	# Go tests (--- PASS), matrix.sh (TAP ok / not ok), filedeny.sh (ok / FAIL).
@@ -188,6 +191,7 @@ run_vm() {
 }
 
 total_start=$SECONDS
+stage selfcontained limited 60 bash "$REPO/scripts/check-selfcontained.sh" || { failed=$((failed + 1)); }
 stage setup run_setup || { failed=$((failed + 1)); }
 stage build limited 900 make build || { failed=$((failed + 1)); }
 stage vet limited 600 go vet ./... || { failed=$((failed + 1)); }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # matrix.sh - the zone enforcement matrix, run by the rauha binary itself in
-# a vm-lane guest (bpf/vmtest.sh boots it; cgroup2 only, busybox, only lo,
-# no jq, no bats). Each control gets a concrete deny from inside a zone, its
+# a tests/vm/run-in-vm.sh guest (bpf/vmtest.sh boots it; cgroup2 only,
+# busybox, only lo, no jq, no bats). Each control gets a concrete deny from inside a zone, its
 # event in `rauha zone events`, and the same operation succeeding from the
 # host or from a zone that allows it.
 #
@@ -198,7 +198,7 @@ check_backend() {
 	verify_zone open || return 1
 	local want
 	if [ "$BACKEND" = bpf-lsm ]; then
-		want='lsm/file_open lsm/bprm_check_security lsm/ptrace_access_check lsm/task_kill lsm/socket_connect lsm/socket_sendmsg lsm/capable'
+		want='lsm/file_open lsm/bprm_check_security lsm/ptrace_access_check lsm/task_kill lsm/socket_connect lsm/socket_sendmsg lsm/capable lsm/mmap_file lsm/file_mprotect'
 	else
 		want='tp_btf/sys_exit'
 	fi
