@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "cc31fb0225b9f769b2ca95d7662ac5878ba276fe1c1537d0818f3ad85a193651"
+const rauhaObjectSHA256 = "bf81395f80cd0d427dd170be6f1ac4f2dc43cced7046d2569b84d456c57c57c0"
