@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
 	"github.com/rauha-runtime/rauha/libzone"
@@ -40,8 +41,20 @@ func checkArgs(c *cli.Context, n int, check argCheck) error {
 	return nil
 }
 
+// newEngine is the engine of --root. A root whose zones lost their kernel
+// state (its pins were removed) gets it back here, before the command runs:
+// whatever the next command is, enforcement resumes. A failure to restore
+// is only a warning, so that state, list and delete still work; commands
+// that need the kernel fail on their own.
 func newEngine(c *cli.Context) (*libzone.Engine, error) {
-	return libzone.New(libzone.Options{Root: c.String("root"), SystemdCgroup: c.Bool("systemd-cgroup")})
+	e, err := libzone.New(libzone.Options{Root: c.String("root"), SystemdCgroup: c.Bool("systemd-cgroup")})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.RestoreKernel(); err != nil {
+		logrus.Warnf("restore the kernel state of %s: %v", e.Root(), err)
+	}
+	return e, nil
 }
 
 // containerArg is the engine and the container id the first argument names.

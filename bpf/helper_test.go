@@ -75,6 +75,41 @@ func helperOp(op string, args []string) error {
 			return err
 		}
 		return sockOp(strings.HasPrefix(op, "sendto"), strings.HasSuffix(op, "6"), ap)
+	case "connect-loop", "open-loop": // <op>-loop <addr|path>: again and again until stdin closes
+		try := func() error {
+			fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fd)
+			}
+			return err
+		}
+		if op == "connect-loop" {
+			ap, err := netip.ParseAddrPort(args[0])
+			if err != nil {
+				return err
+			}
+			try = func() error { return sockOp(false, false, ap) }
+		}
+		stop := make(chan struct{})
+		go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(stop) }()
+		fmt.Println("ready")
+		outcomes := map[string]int{}
+		for {
+			select {
+			case <-stop:
+				fmt.Println(outcomes)
+				return nil
+			default:
+			}
+			name := "ok"
+			var errno syscall.Errno
+			if err := try(); errors.As(err, &errno) {
+				name = unix.ErrnoName(errno)
+			} else if err != nil {
+				return err
+			}
+			outcomes[name]++
+		}
 	case "open":
 		fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err == nil {
@@ -452,11 +487,11 @@ func testKernel(t *testing.T, lsm bool) (*Kernel, string) {
 	t.Helper()
 	pinDir := filepath.Join(bpffsRoot, fmt.Sprintf("rauha-test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid()))
 	t.Cleanup(func() {
-		if err := removePins(pinDir); err != nil {
+		if err := RemovePins(pinDir); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	k, err := Open(pinDir, lsm)
+	k, err := Open(pinDir, "", lsm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,7 @@ package bpf
 func InstalledBackend(pinDir string) (lsm, known bool) {
 	for _, candidate := range []bool{true, false} {
 		for _, p := range ownPrograms(candidate) {
-			pin := linkPin(pinDir, p.name)
-			if p.perMember {
-				pin = progPin(pinDir, p.name)
-			}
-			if exists(pin) {
+			if exists(pinnedPath(pinDir, p)) {
 				return candidate, true
 			}
 		}

@@ -43,7 +43,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	}
 	k.Close()
 
-	k2, err := Open(pinDir, false)
+	k2, err := Open(pinDir, "", false)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 		t.Errorf("Attached() = %q, want only the observer", att)
 	}
 
-	if _, err := Open(pinDir, true); err == nil || !strings.Contains(err.Error(), "fallback backend") {
+	if _, err := Open(pinDir, "", true); err == nil || !strings.Contains(err.Error(), "fallback backend") {
 		t.Errorf("opening the other backend on the same pins: err = %v, want a backend conflict", err)
 	}
 
@@ -117,7 +117,7 @@ func TestCheckProgramsFindsRepinnedMap(t *testing.T) {
 	if err := os.Remove(filepath.Join(pinDir, "zone_by_cgid")); err != nil {
 		t.Fatal(err)
 	}
-	k2, err := Open(pinDir, false)
+	k2, err := Open(pinDir, "", false)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -143,7 +143,7 @@ func TestOpenFailureRemovesItsPins(t *testing.T) {
 	if err := os.Mkdir(linkPin(pinDir, rauhaProgObserveSysExit), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(pinDir, false); err == nil {
+	if _, err := Open(pinDir, "", false); err == nil {
 		t.Fatal("Open succeeded with a bogus link pin")
 	}
 	entries, _ := os.ReadDir(pinDir)
@@ -157,8 +157,8 @@ func TestOpenFailureRemovesItsPins(t *testing.T) {
 func TestOpenLSMRefused(t *testing.T) {
 	requireRoot(t)
 	pinDir := filepath.Join(bpffsRoot, fmt.Sprintf("rauha-test-refused-%d", os.Getpid()))
-	t.Cleanup(func() { _ = removePins(pinDir) })
-	k, err := Open(pinDir, true)
+	t.Cleanup(func() { _ = RemovePins(pinDir) })
+	k, err := Open(pinDir, "", true)
 	if err == nil {
 		k.Close()
 		t.Skip("BPF-LSM works on this kernel; nothing to refuse")
@@ -542,7 +542,7 @@ func TestEnforcementOutlivesHandle(t *testing.T) {
 	}
 	k.Close()
 	workload{cgroup: cg}.expect(t, "EPERM", "connect", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)).String())
-	k2, err := Open(pinDir, false)
+	k2, err := Open(pinDir, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,8 +55,14 @@ func isBPFFS(path string) (bool, error) {
 	return st.Type == unix.BPF_FS_MAGIC, nil
 }
 
+// errPinDirGone is what lockPinDir returns when the directory it locked was
+// removed (by RemoveOrphan or Remove of another process) while it waited.
+var errPinDirGone = errors.New("pin directory was removed while waiting for its lock")
+
 // lockPinDir takes an exclusive flock on the pin directory: rauha has no
-// daemon, so concurrent commands (two `rauha create`) serialise here.
+// daemon, so concurrent commands (two `rauha create`) serialise here. A
+// lock on a directory that was removed meanwhile protects nothing, so the
+// directory must still be the one at pinDir once the lock is held.
 func lockPinDir(pinDir string) (unlock func(), err error) {
 	f, err := os.Open(pinDir)
 	if err != nil {
@@ -66,12 +72,37 @@ func lockPinDir(pinDir string) (unlock func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("lock pin directory %s: %w", pinDir, err)
 	}
+	var held, now unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &held); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat pin directory %s: %w", pinDir, err)
+	}
+	if err := unix.Stat(pinDir, &now); err != nil || now.Ino != held.Ino || now.Dev != held.Dev {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", pinDir, errPinDirGone)
+	}
 	return func() { f.Close() }, nil
 }
 
-// removePins deletes pinDir and everything in it, after checking that it
-// really is on a bpf filesystem.
-func removePins(pinDir string) error {
+// createAndLock is ensurePinDir and lockPinDir, again when the directory
+// was removed between the two.
+func createAndLock(pinDir string) (unlock func(), err error) {
+	for range 3 {
+		if err := ensurePinDir(pinDir); err != nil {
+			return nil, err
+		}
+		unlock, err = lockPinDir(pinDir)
+		if !errors.Is(err, errPinDirGone) {
+			return unlock, err
+		}
+	}
+	return nil, err
+}
+
+// RemovePins deletes pinDir and everything in it, after checking that it
+// really is on a bpf filesystem: every program of both backends is
+// detached and all zone state is dropped.
+func RemovePins(pinDir string) error {
 	onBPF, err := isBPFFS(pinDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -83,10 +114,19 @@ func removePins(pinDir string) error {
 		return fmt.Errorf("refusing to remove %s: not on a bpf filesystem", pinDir)
 	}
 	unlock, err := lockPinDir(pinDir)
+	if errors.Is(err, errPinDirGone) || errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	return removePinsLocked(pinDir)
+}
+
+// removePinsLocked detaches every link pinned under pinDir, removes the
+// directory and the anchor cgroup. The caller holds the lock.
+func removePinsLocked(pinDir string) error {
 	var errs []error
 	globals, _ := filepath.Glob(filepath.Join(pinDir, "link_*"))
 	members, _ := filepath.Glob(filepath.Join(membersDir(pinDir), "*", "*"))

@@ -1,8 +1,6 @@
 package libzone
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -28,17 +26,6 @@ const (
 	BackendLandlock = "landlock"
 )
 
-// bpfPinDir is where a root's kernel programs and maps are pinned. Zone ids
-// are allocated per state root, so every root other than the default gets
-// its own pin directory: two roots never share a map.
-func bpfPinDir(root string) string {
-	if root == DefaultRoot {
-		return "/sys/fs/bpf/rauha"
-	}
-	sum := sha256.Sum256([]byte(root))
-	return "/sys/fs/bpf/rauha-" + hex.EncodeToString(sum[:6])
-}
-
 // kernelEnforcer is the Enforcer of both backends. The eBPF side (bpf/)
 // holds zone membership, egress rules and the deny observer, and on the
 // bpf-lsm backend the LSM hooks; filesystem and exec rules that the LSM
@@ -53,7 +40,7 @@ type kernelEnforcer struct {
 // installing them when missing. The backend a pin directory was installed
 // with is kept; a fresh one is probed by loading a real LSM program.
 func (e *Engine) enforcer() (Enforcer, error) {
-	dir := bpfPinDir(e.root)
+	dir := bpf.PinDirFor(e.root)
 	lsm, known := bpf.InstalledBackend(dir)
 	if !known {
 		var err error
@@ -61,7 +48,17 @@ func (e *Engine) enforcer() (Enforcer, error) {
 			return nil, fmt.Errorf("probe for BPF-LSM support: %w", err)
 		}
 	}
-	k, err := bpf.Open(dir, lsm)
+	k, err := bpf.Open(dir, e.root, lsm)
+	if errors.Is(err, bpf.ErrLayoutChanged) {
+		// The pinned maps of another rauha cannot be carried over: install
+		// afresh and restore every zone from the store. Until then the
+		// members of this root are not enforced.
+		logrus.Warnf("reinstall the kernel programs of %s: %v", e.root, err)
+		if err = bpf.RemovePins(dir); err == nil {
+			known = false
+			k, err = bpf.Open(dir, e.root, lsm)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zone enforcement: %w", err)
 	}
@@ -87,6 +84,25 @@ func (e *Engine) enforcer() (Enforcer, error) {
 		}
 	}
 	return ke, nil
+}
+
+// RestoreKernel restores the kernel state of a root that has zones but no
+// pin directory (removed by hand, or lost while the state root stayed), so
+// that any command run there, not only those that open the enforcer,
+// brings enforcement back. While the pin directory exists it costs one stat
+// and no BPF call.
+func (e *Engine) RestoreKernel() error {
+	if _, err := os.Stat(bpf.PinDirFor(e.root)); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if has, err := e.hasZones(); err != nil || !has {
+		return err
+	}
+	enf, err := e.enforcer() // fresh pins: it restores every zone and member
+	if err != nil {
+		return err
+	}
+	return enf.Close()
 }
 
 func (ke *kernelEnforcer) Backend() string {

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	_ "github.com/opencontainers/runc/libcontainer/nsenter" // the C constructor that runs before Go in "rauha init"
 
+	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -23,7 +24,7 @@ const (
 )
 
 // DefaultRoot is where rauha keeps its state when --root is not given.
-const DefaultRoot = "/run/rauha"
+const DefaultRoot = bpf.DefaultRoot
 
 // ErrNotExist is returned for a container id that rauha does not know.
 var ErrNotExist = errors.New("container does not exist")

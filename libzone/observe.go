@@ -35,7 +35,7 @@ func (e *Engine) recordDenial(ev zone.Event) {
 	ev.Pid = os.Getpid()
 	ev.Comm = "rauha"
 	// The backend the root's programs were installed with (none yet: "").
-	switch lsm, known := bpf.InstalledBackend(bpfPinDir(e.root)); {
+	switch lsm, known := bpf.InstalledBackend(bpf.PinDirFor(e.root)); {
 	case known && lsm:
 		ev.Backend = BackendLSM
 	case known:

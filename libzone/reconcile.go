@@ -26,15 +26,20 @@ const createGrace = time.Minute
 // containers that have state but no record (nothing enforces them), re-pushes
 // every zone's policy and every live member, removes kernel entries nobody
 // owns, and uninstalls the programs of a root that has no zones left. It
-// returns one line per repair.
+// also removes the pins of other roots whose state directory is gone
+// (removeOrphanPins). It returns one line per repair.
 func (e *Engine) Reconcile() ([]string, error) {
-	if _, installed := bpf.InstalledBackend(bpfPinDir(e.root)); !installed {
-		var zones []zone.Zone
-		if err := e.store.View(func(tx *zone.Tx) (err error) { zones, err = tx.Zones(); return err }); err != nil {
-			return nil, err
-		}
-		if len(zones) == 0 {
-			return nil, nil // nothing in the kernel and nothing to put there
+	// Another root's pins that cannot be removed are no reason to leave
+	// this root unrepaired: that error is returned with this root's.
+	fixed, orphanErr := e.removeOrphanPins()
+	more, err := e.reconcileRoot()
+	return append(fixed, more...), errors.Join(orphanErr, err)
+}
+
+func (e *Engine) reconcileRoot() ([]string, error) {
+	if _, installed := bpf.InstalledBackend(bpf.PinDirFor(e.root)); !installed {
+		if has, err := e.hasZones(); err != nil || !has {
+			return nil, err // nothing in the kernel and nothing to put there
 		}
 	}
 	enf, err := e.enforcer()
@@ -56,6 +61,34 @@ func (e *Engine) Reconcile() ([]string, error) {
 	}
 	defer enf.Close()
 	return e.reconcile(enf)
+}
+
+// removeOrphanPins removes the pin directories (with their links, among
+// them a host-wide sys_exit observer, and their anchor cgroups) of roots
+// whose state directory no longer exists: nothing can ever manage those
+// zones again, and their programs would run on every syscall for good.
+// A pin directory made by a rauha that did not record its root is left
+// alone (bpf.RemoveOrphan).
+func (e *Engine) removeOrphanPins() ([]string, error) {
+	own := bpf.PinDirFor(e.root)
+	gone := func(root string) bool {
+		_, err := os.Stat(root)
+		return root != e.root && errors.Is(err, os.ErrNotExist)
+	}
+	var fixed []string
+	var errs []error
+	for _, dir := range bpf.PinDirs() {
+		if dir == own {
+			continue
+		}
+		removed, err := bpf.RemoveOrphan(dir, gone)
+		if err != nil {
+			errs = append(errs, err)
+		} else if removed {
+			fixed = append(fixed, fmt.Sprintf("removed the kernel programs and pins of %s: its root is gone", dir))
+		}
+	}
+	return fixed, errors.Join(errs...)
 }
 
 func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
@@ -195,12 +228,15 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 // uninstallIfNoZones removes the kernel programs and maps (and their pins)
 // of a root without zones, which needs none. It runs inside a store
 // transaction so a concurrent create (which stores its zone before it opens
-// the kernel side) either sees the programs or reinstalls them.
+// the kernel side) either sees the programs or reinstalls them. A root that
+// still has zones costs one read-only look.
 func (e *Engine) uninstallIfNoZones(enf Enforcer) (removed bool, err error) {
+	if has, err := e.hasZones(); err != nil || has {
+		return false, err
+	}
 	err = e.store.Update(func(tx *zone.Tx) error {
-		zs, err := tx.Zones()
-		if err != nil || len(zs) > 0 {
-			return err
+		if tx.HasZones() {
+			return nil
 		}
 		if err := enf.Uninstall(); err != nil {
 			return err
@@ -209,4 +245,9 @@ func (e *Engine) uninstallIfNoZones(enf Enforcer) (removed bool, err error) {
 		return nil
 	})
 	return removed, err
+}
+
+func (e *Engine) hasZones() (has bool, err error) {
+	err = e.store.View(func(tx *zone.Tx) error { has = tx.HasZones(); return nil })
+	return has, err
 }

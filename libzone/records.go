@@ -158,7 +158,10 @@ func (e *Engine) forget(id, zoneName string) (rec *zone.Container, gone *zone.Zo
 }
 
 // release takes a container out of its zone: kernel membership, record,
-// and the zone itself when it was the container's own. Kernel state goes
+// and the zone itself when it was the container's own. The root's kernel
+// programs stay even when that was its last zone: the next create would
+// install them again, which costs far more than the budget of a create
+// (DeleteZone explains the rule). Kernel state goes
 // first: a record without kernel state is repaired by reconcile, while
 // kernel state without a record would never be looked at again.
 func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container) error {

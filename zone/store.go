@@ -524,6 +524,16 @@ func (tx *Tx) Zones() ([]Zone, error) {
 	return list[Zone](tx.bucket(bucketZones), "zone", nil)
 }
 
+// HasZones reports whether any zone exists, without decoding one.
+func (tx *Tx) HasZones() bool {
+	b := tx.bucket(bucketZones)
+	if b == nil {
+		return false
+	}
+	k, _ := b.Cursor().First()
+	return k != nil
+}
+
 // Container returns a container record; the error wraps ErrNotFound if there
 // is none.
 func (tx *Tx) Container(id string) (*Container, error) {

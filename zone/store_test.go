@@ -237,6 +237,37 @@ func TestStoreZonesAndContainers(t *testing.T) {
 	}
 }
 
+// HasZones follows the zones bucket: true with one zone, false again once
+// the last one is deleted (what drops a root's kernel programs).
+func TestStoreHasZones(t *testing.T) {
+	s := OpenStore(t.TempDir())
+	has := func() bool {
+		var h bool
+		if err := s.View(func(tx *Tx) error { h = tx.HasZones(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if err := s.Update(func(tx *Tx) error { return tx.SetMeta(MetaBootID, "x") }); err != nil {
+		t.Fatal(err)
+	}
+	if has() {
+		t.Fatal("HasZones on a database without zones")
+	}
+	if err := s.Update(func(tx *Tx) error { return tx.PutZone(&Zone{Name: "z", Policy: *mustPreset("strict")}) }); err != nil {
+		t.Fatal(err)
+	}
+	if !has() {
+		t.Fatal("HasZones false with a zone")
+	}
+	if err := s.Update(func(tx *Tx) error { return tx.DeleteZone("z") }); err != nil {
+		t.Fatal(err)
+	}
+	if has() {
+		t.Fatal("HasZones true after the last zone was deleted")
+	}
+}
+
 func TestStoreUpdateRollsBack(t *testing.T) {
 	s := OpenStore(t.TempDir())
 	boom := errors.New("boom")
@@ -313,6 +344,9 @@ func TestStoreViewMissingCreatesNothing(t *testing.T) {
 			}
 			if _, err := tx.Zone("x"); !errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("Zone = %v", err)
+			}
+			if tx.HasZones() {
+				return errors.New("HasZones on a missing database")
 			}
 			if _, err := tx.Container("x"); !errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("Container = %v", err)

@@ -420,7 +420,8 @@ requires_shim_exec() {
 }
 
 # pin_dir_of ROOT: the BPF pin directory rauha uses for state root ROOT
-# (libzone/backend.go: bpfPinDir, the first 6 bytes of sha256(root)).
+# (bpf.PinDirFor: the first 6 bytes of sha256(root); the pin directory
+# records its root as the symbolic link root).
 pin_dir_of() {
 	echo "/sys/fs/bpf/rauha-$(printf %s "$1" | sha256sum | cut -c1-12)"
 }

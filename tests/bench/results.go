@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rauha-runtime/rauha/bpf"
 )
 
 const noisyNote = "This machine is shared and noisy (2 CPUs, other sessions running): absolute times vary from run to run; only ratios between runtimes measured in the same, interleaved run count. Every runtime binary was evicted from the page cache before the run, so that none starts from the large folios a fresh build leaves (scripts/bench.sh)."
@@ -112,16 +114,7 @@ func hostInfo() string {
 // (45 ns on getppid, 130 ns on open+close with one idle root, here): the
 // "outside" rows are only outside rauha when this is 0.
 func foreignPins() string {
-	entries, err := os.ReadDir("/sys/fs/bpf")
-	if err != nil {
-		return "rauha pin directories at start: unknown (" + err.Error() + ")"
-	}
-	n := 0
-	for _, e := range entries {
-		if e.IsDir() && (e.Name() == "rauha" || strings.HasPrefix(e.Name(), "rauha-")) {
-			n++
-		}
-	}
+	n := len(bpf.PinDirs())
 	return fmt.Sprintf("rauha pin directories at start: %d", n)
 }
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rauha-runtime/rauha/bpf"
 )
 
 // runtime is one binary with its own state root; rauha variants differ in
@@ -262,11 +262,9 @@ func (b *bench) cleanup() error {
 	return errors.Join(errs...)
 }
 
-// removePinDir removes the pin directory rauha made for a non-default root
-// (libzone.bpfPinDir: "rauha-" and the first 6 bytes of the root's sha256).
+// removePinDir removes the pin directory rauha made for a root.
 func removePinDir(root string) error {
-	sum := sha256.Sum256([]byte(root))
-	dir := "/sys/fs/bpf/rauha-" + hex.EncodeToString(sum[:6])
+	dir := bpf.PinDirFor(root)
 	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
