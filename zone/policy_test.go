@@ -22,7 +22,8 @@ func mustParse(t *testing.T, doc string) *Policy {
 	return p
 }
 
-// The policy format from DESIGN.md must load unchanged.
+// A policy using the keys of docs/policy.md, in the annotated form the
+// design started from (testdata/design.toml), must load unchanged.
 func TestParseDesignPolicy(t *testing.T) {
 	data, err := os.ReadFile("testdata/design.toml")
 	if err != nil {
