@@ -117,7 +117,7 @@ type Event struct {
 	TargetPid  int32          // signal/ptrace target
 	TargetZone uint32         // signal/ptrace/cgroup target zone (bpf-lsm)
 	Addr       netip.AddrPort // egress destination
-	Syscall    uint32         // observer: x86_64 syscall number
+	Syscall    uint32         // observer: syscall number (of the kernel's architecture)
 }
 
 // DrainEvents returns up to max events already in the ring buffer, oldest

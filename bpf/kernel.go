@@ -20,10 +20,10 @@
 // member's cgroup links as members/<cgroup id>/<program>.
 package bpf
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 -type event -type policy -type counters -type egress4_key -type egress6_key -type file_key -type peer_key -type config -type limits -type policy_flag -type peer_bit -type file_access -type control -type hook -type verdict rauha rauha.bpf.c -- -I./headers -Wall -Werror
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 probe probe.bpf.c -- -I./headers -Wall -Werror
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64,arm64 -type event -type policy -type counters -type egress4_key -type egress6_key -type file_key -type peer_key -type config -type limits -type policy_flag -type peer_bit -type file_access -type control -type hook -type verdict rauha rauha.bpf.c -- -I./headers -Wall -Werror
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64,arm64 probe probe.bpf.c -- -I./headers -Wall -Werror
 
-// The generated *_x86_bpfel.{go,o} are committed, so `go build` needs no
+// The generated *_{x86,arm64}_bpfel.{go,o} are committed, so `go build` needs no
 // clang; `go generate ./bpf` rebuilds them with clang and libbpf-dev's
 // headers. headers/vmlinux.h is committed too (`bpftool btf dump file
 // /sys/kernel/btf/vmlinux format c`, from a 6.18 kernel): every field access

@@ -14,12 +14,16 @@
  * stash. What a task rewrote in its own memory between entry and exit is
  * what gets reported; this is an observer, never a decision.
  *
- * x86_64 only (syscall numbers, pt_regs). 32-bit compat syscalls are skipped.
+ * Syscall numbers and the saved registers differ per architecture: bpf2go
+ * builds one object per target and defines __TARGET_ARCH_<arch> for it.
+ * 32-bit compat syscalls (their numbers are another table) are skipped.
  */
 #ifndef RAUHA_OBSERVER_BPF_H
 #define RAUHA_OBSERVER_BPF_H
 
 #include "common.bpf.h"
+
+#if defined(__TARGET_ARCH_x86)
 
 #define NR_open 2
 #define NR_connect 42
@@ -34,6 +38,72 @@
 
 #define TS_COMPAT 0x0002
 
+static __always_inline bool compat_syscall(struct pt_regs *regs)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+}
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, orig_ax);
+}
+
+static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3])
+{
+	a[0] = BPF_CORE_READ(regs, di);
+	a[1] = BPF_CORE_READ(regs, si);
+	a[2] = BPF_CORE_READ(regs, dx);
+}
+
+#elif defined(__TARGET_ARCH_arm64)
+
+/* The generic syscall table: there is no open(2). */
+#define NR_openat 56
+#define NR_ptrace 117
+#define NR_kill 129
+#define NR_tkill 130
+#define NR_tgkill 131
+#define NR_connect 203
+#define NR_execve 221
+#define NR_execveat 281
+#define NR_openat2 437
+
+/* headers/vmlinux.h is x86's: the arm64 pt_regs fields are declared here and
+ * CO-RE relocates them against the running kernel's struct pt_regs (the
+ * ___rauha suffix is ignored when matching). x0 already holds the return
+ * value at sys_exit; the first argument is kept in orig_x0. */
+struct pt_regs___rauha {
+	__u64 regs[31];
+	__u64 pstate;
+	__u64 orig_x0;
+	__s32 syscallno;
+} __attribute__((preserve_access_index));
+
+#define PSR_MODE32_BIT 0x10
+
+static __always_inline bool compat_syscall(struct pt_regs *regs)
+{
+	return BPF_CORE_READ((struct pt_regs___rauha *)regs, pstate) & PSR_MODE32_BIT;
+}
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+	return BPF_CORE_READ((struct pt_regs___rauha *)regs, syscallno);
+}
+
+static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3])
+{
+	struct pt_regs___rauha *r = (struct pt_regs___rauha *)regs;
+	a[0] = BPF_CORE_READ(r, orig_x0);
+	a[1] = BPF_CORE_READ(r, regs[1]);
+	a[2] = BPF_CORE_READ(r, regs[2]);
+}
+
+#else
+#error "observer.bpf.h: no syscall numbers for this architecture"
+#endif
+
 struct sockaddr_in6_min {
 	__u16 family;
 	__u16 port;
@@ -44,7 +114,9 @@ struct sockaddr_in6_min {
 static __always_inline int observed_control(long nr, long ret)
 {
 	switch (nr) {
+#ifdef NR_open
 	case NR_open:
+#endif
 	case NR_openat:
 	case NR_openat2:
 		return CONTROL_FILE;
@@ -75,11 +147,10 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	if (!zone)
 		return 0;
 
-	struct task_struct *task = bpf_get_current_task_btf();
-	if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT)
+	if (compat_syscall(regs))
 		return 0;
 
-	long nr = BPF_CORE_READ(regs, orig_ax);
+	long nr = syscall_nr(regs);
 	int control = observed_control(nr, ret);
 	if (control < 0 || control >= NUM_CONTROLS)
 		return 0;
@@ -93,12 +164,14 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	e->syscall = nr;
 
-	unsigned long a0 = BPF_CORE_READ(regs, di);
-	unsigned long a1 = BPF_CORE_READ(regs, si);
-	unsigned long a2 = BPF_CORE_READ(regs, dx);
+	unsigned long a[3];
+	syscall_args(regs, a);
+	unsigned long a0 = a[0], a1 = a[1], a2 = a[2];
 
 	switch (nr) {
+#ifdef NR_open
 	case NR_open:
+#endif
 	case NR_execve:
 		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
 		break;
