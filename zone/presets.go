@@ -2,7 +2,6 @@ package zone
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -45,7 +44,7 @@ func Preset(name string) (*Policy, error) {
 //     fd00:ec2::254) stay reachable: allowed_egress is an allow-list and has
 //     no deny form, and an allow-list of "everything but them" would be
 //     a rule set the size of the address space;
-//   - syscalls: standardDeniedSyscalls fail with EPERM, whatever the
+//   - syscalls: those of standardDeniedSyscalls fail with EPERM, whatever the
 //     capabilities;
 //   - signals and ptrace only within the zone;
 //   - enforce, but admission audit: a kernel that cannot enforce a control
@@ -53,15 +52,15 @@ func Preset(name string) (*Policy, error) {
 func standardPreset() *Policy {
 	return &Policy{
 		Zone:     ZoneSettings{Mode: ModeEnforce, Admission: AdmissionAudit},
-		Syscalls: Syscalls{Deny: slices.Clone(standardDeniedSyscalls)},
+		Syscalls: Syscalls{Deny: standardDeniedSyscalls()},
 	}
 }
 
-// standardDeniedSyscalls reach kernel state that no zone can contain and that
-// no ordinary image uses. A workload that needs one asks for the privileged
-// preset; --privileged or --cap-add alone does not lift these rules, since
-// standard keeps the capabilities the client asked for and the capabilities
-// are what these calls check otherwise.
+// standardDeniedSyscalls lists (in a fresh slice) the calls that reach kernel
+// state no zone can contain and that no ordinary image uses. A workload that
+// needs one asks for the privileged preset; --privileged or --cap-add alone
+// does not lift these rules, since standard keeps the capabilities the client
+// asked for and the capabilities are what these calls check otherwise.
 //   - kexec_load, kexec_file_load: replace the running kernel;
 //   - init_module, finit_module, delete_module: load or unload kernel code;
 //   - keyctl, add_key, request_key: the kernel keyrings are not namespaced,
@@ -88,10 +87,12 @@ func standardPreset() *Policy {
 //   - bpf: the zone has its own rule for it (members without CAP_BPF or
 //     CAP_SYS_ADMIN get EPERM), and a member that has them was given them
 //     on purpose.
-var standardDeniedSyscalls = []string{
-	"add_key", "delete_module", "finit_module", "init_module", "kexec_file_load",
-	"kexec_load", "keyctl", "open_by_handle_at", "perf_event_open", "request_key",
-	"userfaultfd",
+func standardDeniedSyscalls() []string {
+	return []string{
+		"add_key", "delete_module", "finit_module", "init_module", "kexec_file_load",
+		"kexec_load", "keyctl", "open_by_handle_at", "perf_event_open", "request_key",
+		"userfaultfd",
+	}
 }
 
 // strictPreset (and audit, which is the same rules with mode and admission
