@@ -126,7 +126,7 @@ type Event struct {
 	// source-routed or could not be parsed, so its destination was not judged.
 	Proto        uint8
 	SourceRouted bool
-	Syscall      uint32 // observer: x86_64 syscall number
+	Syscall      uint32 // observer: syscall number (of the kernel's architecture)
 }
 
 // DrainEvents returns up to max events already in the ring buffer, oldest

@@ -14,12 +14,16 @@
  * stash. What a task rewrote in its own memory between entry and exit is
  * what gets reported; this is an observer, never a decision.
  *
- * x86_64 only (syscall numbers, pt_regs). 32-bit compat syscalls are skipped.
+ * Syscall numbers and the saved registers differ per architecture: bpf2go
+ * builds one object per target and defines __TARGET_ARCH_<arch> for it.
+ * 32-bit compat syscalls (their numbers are another table) are skipped.
  */
 #ifndef RAUHA_OBSERVER_BPF_H
 #define RAUHA_OBSERVER_BPF_H
 
 #include "common.bpf.h"
+
+#if defined(__TARGET_ARCH_x86)
 
 #define NR_open 2
 #define NR_mmap 9
@@ -39,6 +43,88 @@
 #define TS_COMPAT 0x0002
 #define PROT_EXEC 0x4
 
+static __always_inline bool compat_syscall(struct pt_regs *regs)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
+}
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, orig_ax);
+}
+
+static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3])
+{
+	a[0] = BPF_CORE_READ(regs, di);
+	a[1] = BPF_CORE_READ(regs, si);
+	a[2] = BPF_CORE_READ(regs, dx);
+}
+
+/* syscall_arg5 is the fifth argument (mmap's fd). */
+static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, r8);
+}
+
+#elif defined(__TARGET_ARCH_arm64)
+
+/* The generic syscall table: there is no open(2). */
+#define NR_openat 56
+#define NR_ptrace 117
+#define NR_kill 129
+#define NR_tkill 130
+#define NR_tgkill 131
+#define NR_connect 203
+#define NR_execve 221
+#define NR_mmap 222
+#define NR_mprotect 226
+#define NR_memfd_create 279
+#define NR_bpf 280
+#define NR_execveat 281
+#define NR_openat2 437
+
+/* headers/vmlinux.h is x86's: the arm64 pt_regs fields are declared here and
+ * CO-RE relocates them against the running kernel's struct pt_regs (the
+ * ___rauha suffix is ignored when matching). x0 already holds the return
+ * value at sys_exit; the first argument is kept in orig_x0. */
+struct pt_regs___rauha {
+	__u64 regs[31];
+	__u64 pstate;
+	__u64 orig_x0;
+	__s32 syscallno;
+} __attribute__((preserve_access_index));
+
+#define PSR_MODE32_BIT 0x10
+#define PROT_EXEC 0x4
+
+static __always_inline bool compat_syscall(struct pt_regs *regs)
+{
+	return BPF_CORE_READ((struct pt_regs___rauha *)regs, pstate) & PSR_MODE32_BIT;
+}
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+	return BPF_CORE_READ((struct pt_regs___rauha *)regs, syscallno);
+}
+
+static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3])
+{
+	struct pt_regs___rauha *r = (struct pt_regs___rauha *)regs;
+	a[0] = BPF_CORE_READ(r, orig_x0);
+	a[1] = BPF_CORE_READ(r, regs[1]);
+	a[2] = BPF_CORE_READ(r, regs[2]);
+}
+
+static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
+{
+	return BPF_CORE_READ((struct pt_regs___rauha *)regs, regs[4]);
+}
+
+#else
+#error "observer.bpf.h: no syscall numbers for this architecture"
+#endif
+
 struct sockaddr_in6_min {
 	__u16 family;
 	__u16 port;
@@ -49,7 +135,9 @@ struct sockaddr_in6_min {
 static __always_inline int observed_control(long nr, long ret)
 {
 	switch (nr) {
+#ifdef NR_open
 	case NR_open:
+#endif
 	case NR_openat:
 	case NR_openat2:
 		return CONTROL_FILE;
@@ -110,15 +198,18 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	if (!zone)
 		return 0;
 
-	struct task_struct *task = bpf_get_current_task_btf();
-	if (BPF_CORE_READ(task, thread_info.status) & TS_COMPAT)
+	if (compat_syscall(regs))
 		return 0;
 
-	long nr = BPF_CORE_READ(regs, orig_ax);
+	long nr = syscall_nr(regs);
 	int control = observed_control(nr, ret);
 	if (control < 0 || control >= NUM_CONTROLS)
 		return 0;
-	if ((nr == NR_mmap || nr == NR_mprotect) && !(BPF_CORE_READ(regs, dx) & PROT_EXEC))
+	unsigned long a[3];
+	syscall_args(regs, a);
+	unsigned long a0 = a[0], a1 = a[1], a2 = a[2];
+	/* mmap and mprotect count only when they asked for PROT_EXEC. */
+	if ((nr == NR_mmap || nr == NR_mprotect) && !(a2 & PROT_EXEC))
 		return 0;
 
 	struct counters *c = counters_of(zone);
@@ -129,13 +220,12 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	if (!e)
 		return 0;
 	e->syscall = nr;
-
-	unsigned long a0 = BPF_CORE_READ(regs, di);
-	unsigned long a1 = BPF_CORE_READ(regs, si);
-	unsigned long a2 = BPF_CORE_READ(regs, dx);
+	struct task_struct *task = bpf_get_current_task_btf();
 
 	switch (nr) {
+#ifdef NR_open
 	case NR_open:
+#endif
 	case NR_execve:
 		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
 		break;
@@ -151,8 +241,7 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		}
 		break;
 	case NR_mmap:
-		/* The fd is the fifth argument (r8). */
-		e->arg = BPF_CORE_READ(regs, r8);
+		e->arg = syscall_arg5(regs);
 		fd_name(task, (int)e->arg, e->path);
 		break;
 	case NR_mprotect:

@@ -150,7 +150,7 @@ struct event {
 	__s32 target_pid; /* signal/ptrace target, as passed (observer) or its tgid (LSM) */
 	__u32 target_zone;
 	__s32 ret; /* error returned to the task (negative); 0 when allowed */
-	__u32 syscall; /* observer: x86_64 syscall number */
+	__u32 syscall; /* observer: the syscall number of the kernel's architecture */
 	__u16 control;
 	__u16 hook;
 	__u8 verdict;

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "ddd6bdfe193c977108ad5771358843392c35d12753c67a1d4d10278a6a9cdaf6"
+const rauhaObjectSHA256 = "13a3c549aac11829d640202f6e511ff8557fd65509a9b372efe2d4cbd3ed0e6a"

@@ -37,7 +37,7 @@ func (e *Engine) Run(id string, b *Bundle, o CreateOptions) (int, error) {
 	return e.launch(id, b, o, actRun)
 }
 
-// launch is the create sequence of DESIGN.md, top to bottom:
+// launch is the create sequence of docs/design.md ("Lifecycle"), top to bottom:
 // store the zone and its policy → libcontainer builds the container and its
 // init waits on the exec fifo → the init's cgroup joins the zone → the
 // container is recorded as created. Any failure undoes every earlier step,

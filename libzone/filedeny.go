@@ -19,10 +19,10 @@ package libzone
 // symlink cannot lead out of the container) when the member joins (its init
 // exists, its mounts are done, no user code has run) and on every policy
 // push. A directory is a tree: the directory and every inode below it at
-// that moment are denied. Known limits, in the README: files created in a
-// denied directory, or at a denied path that did not exist, after the last
-// resolution are not denied until the next push ("rauha zone update" or
-// "zone reconcile"); an inode is denied wherever it is linked.
+// that moment are denied. Known limits (docs/policy.md "Paths"): files
+// created in a denied directory, or at a denied path that did not exist,
+// after the last resolution are not denied until the next push ("rauha zone
+// update" or "zone reconcile"); an inode is denied wherever it is linked.
 
 import (
 	"encoding/json"

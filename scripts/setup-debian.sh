@@ -16,6 +16,9 @@ PACKAGES=(
 	# the VM lane (tests/vm/run-in-vm.sh, bpf/vmtest.sh): QEMU guests booted
 	# from Debian kernel packages, modules unpacked with xz
 	qemu-system-x86 cpio bash-static xz-utils
+	# the arm64 cross-build (scripts/test-all.sh "cross"): the static cgo
+	# binary links libseccomp.a of arm64; qemu-user runs it once
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross libseccomp-dev:arm64 qemu-user
 )
 GO_MIN=1.26
 
@@ -24,6 +27,12 @@ log() { echo "setup-debian: $*"; }
 if [[ $EUID -ne 0 ]]; then
 	echo "setup-debian: run as root (apt-get install and the end-to-end tests need it)" >&2
 	exit 1
+fi
+
+# libseccomp-dev:arm64 comes from the arm64 architecture of the same archive.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	log "adding the arm64 architecture (for libseccomp-dev:arm64)"
+	dpkg --add-architecture arm64
 fi
 
 missing=()

@@ -22,7 +22,8 @@ func mustParse(t *testing.T, doc string) *Policy {
 	return p
 }
 
-// The policy format from DESIGN.md must load unchanged.
+// A policy using the keys of docs/policy.md, in the annotated form the
+// design started from (testdata/design.toml), must load unchanged.
 func TestParseDesignPolicy(t *testing.T) {
 	data, err := os.ReadFile("testdata/design.toml")
 	if err != nil {
@@ -326,6 +327,9 @@ func TestPresets(t *testing.T) {
 	if std.Network.AllowedEgress != nil || std.Filesystem.WritablePaths != nil || len(std.Filesystem.Deny) != 0 || len(std.Exec.Deny) != 0 {
 		t.Errorf("standard restricts more than cross-zone signals: %+v", std)
 	}
+	if !slices.Equal(std.Syscalls.Deny, standardDeniedSyscalls()) || slices.Contains(std.Syscalls.Deny, "bpf") {
+		t.Errorf("standard syscalls.deny = %v, want %v", std.Syscalls.Deny, standardDeniedSyscalls())
+	}
 	strict, _ := Preset("strict")
 	if strict.Zone.Admission != AdmissionStrict || strict.Zone.Mode != ModeEnforce {
 		t.Errorf("strict zone settings %+v", strict.Zone)
@@ -351,6 +355,14 @@ func TestPresets(t *testing.T) {
 	priv, _ := Preset("privileged")
 	if priv.Capabilities.Allowed != nil || priv.Network.AllowedEgress != nil || priv.Zone.Admission != AdmissionAudit {
 		t.Errorf("privileged restricts too much: %+v", priv)
+	}
+	if len(priv.Syscalls.Deny) != 0 || priv.Equal(std) {
+		t.Errorf("privileged must deny no syscall: %v", priv.Syscalls.Deny)
+	}
+	// Presets are fresh copies of the deny list too.
+	std.Syscalls.Deny[0] = "x"
+	if std2, _ := Preset("standard"); std2.Syscalls.Deny[0] == "x" {
+		t.Error("Preset shares the standard deny list")
 	}
 	// Presets are fresh copies: changing one must not change the next.
 	*strict.Filesystem.WritablePaths = append(*strict.Filesystem.WritablePaths, "/x")

@@ -34,19 +34,64 @@ func Preset(name string) (*Policy, error) {
 }
 
 // standardPreset is what a container without annotations gets, so it must not
-// break ordinary images (busybox, debian: package installs, servers, shells):
+// break ordinary images (busybox, debian: package installs, servers, shells,
+// compilers):
 //   - capabilities: exactly what the container's spec asks for — clients
 //     express --cap-add, --cap-drop and --privileged there, and a drop-in
 //     runtime must honour them (a zone that wants fewer says so);
-//   - filesystem, exec, devices, syscalls: no rules beyond the OCI spec;
-//   - network egress unrestricted;
-//   - signals and ptrace only within the zone — the one thing a zone always
-//     adds over a plain container;
+//   - filesystem, exec, devices: no rules beyond the OCI spec;
+//   - network egress unrestricted. Cloud metadata addresses (169.254.169.254,
+//     fd00:ec2::254) stay reachable: allowed_egress is an allow-list and has
+//     no deny form, and an allow-list of "everything but them" would be
+//     a rule set the size of the address space;
+//   - syscalls: those of standardDeniedSyscalls fail with EPERM, whatever the
+//     capabilities;
+//   - signals and ptrace only within the zone;
 //   - enforce, but admission audit: a kernel that cannot enforce a control
 //     still runs the workload and says which control is missing.
 func standardPreset() *Policy {
 	return &Policy{
-		Zone: ZoneSettings{Mode: ModeEnforce, Admission: AdmissionAudit},
+		Zone:     ZoneSettings{Mode: ModeEnforce, Admission: AdmissionAudit},
+		Syscalls: Syscalls{Deny: standardDeniedSyscalls()},
+	}
+}
+
+// standardDeniedSyscalls lists (in a fresh slice) the calls that reach kernel
+// state no zone can contain and that no ordinary image uses. A workload that
+// needs one asks for the privileged preset; --privileged or --cap-add alone
+// does not lift these rules, since standard keeps the capabilities the client
+// asked for and the capabilities are what these calls check otherwise.
+//   - kexec_load, kexec_file_load: replace the running kernel;
+//   - init_module, finit_module, delete_module: load or unload kernel code;
+//   - keyctl, add_key, request_key: the kernel keyrings are not namespaced,
+//     so the user keyrings of a uid are shared with the host (docker's
+//     default seccomp profile denies them too);
+//   - userfaultfd: stalls a page fault at a moment the caller chooses, the
+//     classic way to widen a kernel race (docker allows it only with
+//     CAP_SYS_PTRACE; the vm.unprivileged_userfaultfd sysctl only narrows it
+//     to faults in user mode);
+//   - perf_event_open: a large kernel attack surface and a side channel on
+//     other tasks of the host (docker allows it only with CAP_PERFMON or
+//     CAP_SYS_ADMIN);
+//   - open_by_handle_at: opens any inode of a mounted file system by its
+//     handle, bypassing the container's root (the "shocker" escape; docker
+//     allows it only with CAP_DAC_READ_SEARCH).
+//
+// Deliberately not denied:
+//   - mount, umount2, pivot_root: they need CAP_SYS_ADMIN, which a container
+//     has only when its client asked for it, and then it needs them (docker
+//     --privileged, FUSE, build tools);
+//   - unshare, clone with new namespaces: unprivileged user namespaces are
+//     how ordinary software sandboxes itself (browsers, bubblewrap, rootless
+//     image builders);
+//   - bpf: the zone has its own rule for it (members without CAP_BPF or
+//     CAP_SYS_ADMIN get EPERM), and a member that has them was given them
+//     on purpose.
+func standardDeniedSyscalls() []string {
+	return []string{
+		"add_key", "delete_module", "finit_module", "init_module", "kexec_file_load",
+		"kexec_load", "keyctl", "open_by_handle_at", "perf_event_open", "request_key",
+		"userfaultfd",
 	}
 }
 
@@ -76,9 +121,12 @@ func strictPreset(mode, admission string) *Policy {
 	}
 }
 
-// privilegedPreset keeps everything the OCI spec grants; only signal and
-// ptrace isolation between zones remains. Admission audit, since it asks for
-// almost nothing that could be unavailable.
+// privilegedPreset is for workloads that administer the host or the kernel
+// (module loaders, kexec tools, profilers, nested runtimes): it keeps
+// everything the OCI spec grants, denies no syscall and restricts no egress.
+// Only signal and ptrace isolation between zones remains, since a zone's
+// members must not reach the tasks of other zones whatever they run.
+// Admission audit, since it asks for almost nothing that could be unavailable.
 func privilegedPreset() *Policy {
 	return &Policy{Zone: ZoneSettings{Mode: ModeEnforce, Admission: AdmissionAudit}}
 }

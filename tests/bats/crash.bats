@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Never fail open, never lose state (DESIGN.md "State", "Recovery"): rauha
+# Never fail open, never lose state (docs/design.md "State", "Recovery"): rauha
 # has no daemon, so any invocation can die at any instant and many run at
 # once. These tests SIGKILL rauha in the middle of its operations, simulate
 # a reboot, and run many operations in parallel, then check with
@@ -97,7 +97,7 @@ rand_delay() {
 		try_killed "$(rand_delay "$te")" rt exec "$id" sh -c 'sleep 0.2'
 		if ((i % 2)); then pol=$strict; else pol=$CRASH_POLICY; fi
 		try_killed "$(rand_delay "$tu")" rt zone update --policy "$pol" cz
-		# DESIGN.md: a stale kernel policy may be stricter, never looser.
+		# docs/design.md "Recovery": a stale kernel policy may be stricter, never looser.
 		if kernel_looser; then
 			LOOSER=$((LOOSER + 1))
 			echo "# round $i: the kernel allows egress the stored policy of cz does not" >&3

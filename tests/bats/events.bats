@@ -19,17 +19,18 @@ load helpers
 
 @test "events --interval: a stream of stats lines" {
 	run_ct c1
-	# events runs until the container stops: kill it after ~2 s.
-	(sleep 2.5 && rt kill c1 KILL) &
-	killer=$!
-	rrun rt events --interval 300ms c1
-	wait "$killer" || true
-	n=$(grep -c '"type":"stats"' <<<"$stdout" || true)
-	[[ $n -ge 2 ]] || { show; fail "expected >= 2 stats lines, got $n"; }
+	# events runs until the container stops: kill it once two lines are out.
+	out=$BATS_TEST_TMPDIR/events.out
+	rt events --interval 300ms c1 >"$out" 2>"$BATS_TEST_TMPDIR/events.err" </dev/null &
+	events=$!
+	retry 100 0.1 eval '[[ $(grep -c "\"type\":\"stats\"" "$out") -ge 2 ]]' ||
+		fail "expected >= 2 stats lines: $(cat "$out" "$BATS_TEST_TMPDIR/events.err")"
+	rt kill c1 KILL
+	wait "$events" || true
 	while read -r l; do
 		[[ -z $l ]] && continue
 		jq -e . <<<"$l" >/dev/null || fail "not JSON: $l"
-	done <<<"$stdout"
+	done <"$out"
 }
 
 @test "events --stats: a missing container fails with one line" {

@@ -24,6 +24,7 @@ freezer_state() {
 	assert_eq "$(ct_status c1)" paused
 	assert_eq "$(freezer_state)" FROZEN
 	t1=$(wc -l <"$(bundle_dir b)/rootfs/tick")
+	# Not a wait: a window of six loop periods in which a running loop ticks.
 	sleep 0.3
 	assert_eq "$(wc -l <"$(bundle_dir b)/rootfs/tick")" "$t1"
 	assert_eq "$(rt list | awk '$1=="c1"{print $3}')" paused

@@ -46,7 +46,8 @@ load helpers
 	rt run --bundle "$(bundle_dir b)" c1 >/dev/null 2>&1 </dev/null &
 	runpid=$!
 	wait_status c1 running
-	sleep 0.3 # let sh install its trap
+	# SIGTERM (15) is bit 14 of the caught-signal mask once sh has set its trap.
+	retry 100 0.1 eval '(( 0x$(awk "/^SigCgt:/{print \$2}" /proc/$(ct_pid c1)/status) & 0x4000 ))'
 	rt kill c1 TERM
 	st=0
 	wait "$runpid" || st=$?
