@@ -2,9 +2,10 @@
 /*
  * Deny observer. Landlock enforces files and exec on both backends (and
  * signals and TCP connect on the fallback) but reports nothing to us, so
- * this program turns failed syscalls of zone tasks (-EACCES/-EPERM) into
- * events. On the bpf-lsm backend the loader keeps only its file and exec
- * events: the LSM hooks report the rest themselves.
+ * this program turns failed syscalls of zone tasks (-EACCES/-EPERM, and
+ * -EROFS from metadata syscalls) into events. On the bpf-lsm backend the
+ * loader keeps only its file and exec events: the LSM hooks report the rest
+ * themselves.
  *
  * Only sys_exit is hooked: the arguments are read from the pt_regs the
  * kernel saved at syscall entry (syscalls do not modify them), and a failed
@@ -32,6 +33,29 @@
 #define NR_execveat 322
 #define NR_openat2 437
 
+/* Metadata and name changes: Landlock has no right for them, so on the
+ * fallback read-only mounts deny them with EROFS (libzone/fileguard.go). */
+#define NR_link 86
+#define NR_chmod 90
+#define NR_fchmod 91
+#define NR_chown 92
+#define NR_fchown 93
+#define NR_lchown 94
+#define NR_utime 132
+#define NR_setxattr 188
+#define NR_lsetxattr 189
+#define NR_fsetxattr 190
+#define NR_utimes 235
+#define NR_fchownat 260
+#define NR_futimesat 261
+#define NR_linkat 265
+#define NR_fchmodat 268
+#define NR_utimensat 280
+#define NR_open_by_handle_at 304
+#define NR_fchmodat2 452
+#define NR_setxattrat 463
+#define EROFS 30
+
 #define TS_COMPAT 0x0002
 
 struct sockaddr_in6_min {
@@ -41,8 +65,43 @@ struct sockaddr_in6_min {
 	__u32 addr[4];
 };
 
+/* metadata_syscall: 1 when the path is argument 0, 2 when it is argument
+ * 1, 3 when there is none (an fd or a handle); 0 for other syscalls. */
+static __always_inline int metadata_syscall(long nr)
+{
+	switch (nr) {
+	case NR_link:
+	case NR_chmod:
+	case NR_chown:
+	case NR_lchown:
+	case NR_utime:
+	case NR_setxattr:
+	case NR_lsetxattr:
+	case NR_utimes:
+		return 1;
+	case NR_fchownat:
+	case NR_futimesat:
+	case NR_linkat:
+	case NR_fchmodat:
+	case NR_utimensat:
+	case NR_fchmodat2:
+	case NR_setxattrat:
+		return 2;
+	case NR_fchmod:
+	case NR_fchown:
+	case NR_fsetxattr:
+	case NR_open_by_handle_at:
+		return 3;
+	}
+	return 0;
+}
+
 static __always_inline int observed_control(long nr, long ret)
 {
+	if (metadata_syscall(nr))
+		return CONTROL_FILE;
+	if (ret == -EROFS)
+		return -1;
 	switch (nr) {
 	case NR_open:
 	case NR_openat:
@@ -68,7 +127,7 @@ static __always_inline int observed_control(long nr, long ret)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 {
-	if (ret != -EACCES && ret != -EPERM)
+	if (ret != -EACCES && ret != -EPERM && ret != -EROFS)
 		return 0;
 
 	__u32 zone = current_zone();
@@ -97,6 +156,14 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	unsigned long a1 = BPF_CORE_READ(regs, si);
 	unsigned long a2 = BPF_CORE_READ(regs, dx);
 
+	switch (metadata_syscall(nr)) {
+	case 1:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
+		break;
+	case 2:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1);
+		break;
+	}
 	switch (nr) {
 	case NR_open:
 	case NR_execve:

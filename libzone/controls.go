@@ -155,15 +155,21 @@ func cgroupEscapeRoutes(cfg *configs.Config, p *zone.Policy) []string {
 			routes = append(routes, fmt.Sprintf("cgroup escape guard: %s is a writable mount of the cgroup hierarchy %s (mount it read-only)", m.Destination, m.Source))
 		}
 	}
-	sysAdmin := cfg.Capabilities != nil && slices.Contains(cfg.Capabilities.Bounding, "CAP_SYS_ADMIN")
-	if a := p.Capabilities.Allowed; sysAdmin && a != nil {
-		sysAdmin = slices.ContainsFunc(*a, func(c string) bool {
-			n, err := zone.CapabilityName(c)
-			return err == nil && n == "CAP_SYS_ADMIN"
-		})
-	}
-	if sysAdmin && !cfg.Namespaces.Contains(configs.NEWCGROUP) {
+	if keepsCapability(cfg, p, "CAP_SYS_ADMIN") && !cfg.Namespaces.Contains(configs.NEWCGROUP) {
 		routes = append(routes, "cgroup escape guard: CAP_SYS_ADMIN without a cgroup namespace can mount the whole cgroup hierarchy (add a cgroup namespace or drop the capability)")
 	}
 	return routes
+}
+
+// keepsCapability reports whether the member's init may hold capability c
+// (CAP_ spelling): its bounding set has it and the policy does not take it.
+func keepsCapability(cfg *configs.Config, p *zone.Policy, c string) bool {
+	if cfg.Capabilities == nil || !slices.Contains(cfg.Capabilities.Bounding, c) {
+		return false
+	}
+	a := p.Capabilities.Allowed
+	return a == nil || slices.ContainsFunc(*a, func(name string) bool {
+		n, err := zone.CapabilityName(name)
+		return err == nil && n == c
+	})
 }

@@ -122,6 +122,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
 	if enf.Backend() != BackendLSM {
 		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
+		conflicts = append(conflicts, fileGuardRoutes(config, policy)...)
 	}
 	if len(conflicts) > 0 {
 		if policy.Zone.Admission == zone.AdmissionStrict {

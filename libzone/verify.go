@@ -125,5 +125,6 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, r *
 	} else {
 		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no CAP_SYS_ADMIN outside a cgroup namespace")
 	}
+	verifyFileGuards(name, st.Pid, &cfg, &z.Policy, r)
 	return true
 }
