@@ -435,8 +435,9 @@ func fileGuardRoutes(cfg *configs.Config, p *zone.Policy) []string {
 
 // mountEntry is one line of /proc/PID/mountinfo: where, and read-only.
 type mountEntry struct {
-	point string
-	ro    bool
+	point  string
+	fstype string
+	ro     bool
 }
 
 // readMountinfo reads the mounts of pid as pid sees them, in mount order.
@@ -452,7 +453,12 @@ func readMountinfo(pid int) ([]mountEntry, error) {
 			continue
 		}
 		opts := strings.Split(f[5], ",")
-		out = append(out, mountEntry{point: unescapeMount(f[4]), ro: slices.Contains(opts, "ro")})
+		e := mountEntry{point: unescapeMount(f[4]), ro: slices.Contains(opts, "ro")}
+		// The file system type follows the optional fields and "-".
+		if i := slices.Index(f, "-"); i > 0 && i+1 < len(f) {
+			e.fstype = f[i+1]
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -476,15 +482,33 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// topReadOnly reports whether the topmost mount at p is read-only, and
-// whether there is one at all.
-func topReadOnly(mounts []mountEntry, p string) (ro, found bool) {
+// topMount is the topmost mount at p, if any.
+func topMount(mounts []mountEntry, p string) (mountEntry, bool) {
 	for _, m := range slices.Backward(mounts) {
 		if m.point == p {
-			return m.ro, true
+			return m, true
 		}
 	}
-	return false, false
+	return mountEntry{}, false
+}
+
+// isDirIn reports whether p is a directory inside pid's root.
+func isDirIn(pid int, p string) bool {
+	root, err := unix.Open(procRoot(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(root)
+	fd, err := unix.Openat2(root, p, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // verifyFileGuards adds the checks of the mounts that hold the member's
@@ -500,16 +524,22 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 		return
 	}
 	routes := fileGuardRoutes(cfg, p)
-	check := func(label string, paths []string) {
+	// masked: a denied directory must be covered by the empty tmpfs (a
+	// read-only mount alone leaves its names, and sockets, reachable).
+	check := func(label string, paths []string, masked bool) {
 		if len(paths) == 0 {
 			return
 		}
 		var bad []string
 		for _, q := range paths {
-			if ro, found := topReadOnly(mounts, q); !found {
+			m, found := topMount(mounts, q)
+			switch {
+			case !found:
 				bad = append(bad, q+": no mount (a missing path whose directory is missing too, or a symlink: name its target)")
-			} else if !ro {
+			case !m.ro:
 				bad = append(bad, q+": the mount on it is read-write")
+			case masked && m.fstype != "tmpfs" && isDirIn(pid, q):
+				bad = append(bad, q+": the directory is not masked (its names are reachable)")
 			}
 		}
 		bad = append(bad, routes...)
@@ -519,12 +549,12 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 			r.Add(name+": "+label, true, "read-only mounts on %s", strings.Join(paths, ", "))
 		}
 	}
-	check("read-only paths", fs.ReadOnly)
+	check("read-only paths", fs.ReadOnly, false)
 	var deny []string
 	for _, d := range fs.Deny {
 		if d != "/" {
 			deny = append(deny, d)
 		}
 	}
-	check("denied paths", append(deny, deniedLinks(cfg)...))
+	check("denied paths", append(deny, deniedLinks(cfg)...), true)
 }

@@ -142,3 +142,119 @@ check_passed() {
 	rrun rt zone verify meta
 	assert_success
 }
+
+@test "other names of a denied file: a hard link in the image, a new hard link, a file handle" {
+	attack_bundle r
+	attack_bundle z
+	in_zone z names "$(guarded names)"
+	runc_run plain r
+	handle=$("$(build_helper fileattack)" handle "$(bundle_dir r)/rootfs/etc/shadow")
+
+	in_ct runc_rt plain cat /home/shadow.bak
+	assert_success
+	assert_eq "$stdout" secret
+	in_ct runc_rt plain ln /etc/shadow /home/shadow.new
+	assert_success
+	in_ct runc_rt plain fileattack byhandle / $handle
+	assert_success
+	assert_eq "$stdout" secret
+
+	run_ct zoned z
+	handle=$("$(build_helper fileattack)" handle "$(bundle_dir z)/rootfs/etc/shadow")
+	rexec zoned cat /home/shadow.bak
+	assert_failure 1
+	assert_match "$stderr" "can't open '/home/shadow.bak': Permission denied"
+	# A link never crosses mounts: the denied file is a mount of its own.
+	rexec zoned ln /etc/shadow /home/shadow.new
+	assert_failure 1
+	assert_match "$stderr" "Invalid cross-device link"
+	rexec zoned fileattack byhandle / $handle
+	assert_failure 1
+	assert_eq "$stderr" "open_by_handle_at: operation not permitted"
+	# Other files still read and link.
+	rexec zoned sh -c 'ln /etc/passwd /home/passwd.new && cat /home/passwd.new | head -n1'
+	assert_success
+	assert_eq "$stdout" root:x:0:0:root:/root:/bin/sh
+
+	wait_event names '.control == "file" and .object == "/home/shadow.bak (permission denied)" and .comm == "cat"' >/dev/null
+	wait_event names '.control == "file" and .object == "open_by_handle_at (operation not permitted)" and .comm == "fileattack"' >/dev/null
+	# EXDEV is not a denial the observer records: the new link leaves no event.
+	no_event names '.object | startswith("/home/shadow.new")'
+
+	rrun rt zone verify names --format json
+	assert_success
+	jq -e '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/home/shadow.bak"))' <<<"$stdout" >/dev/null ||
+		fail "verify does not check the hard link: $stdout"
+}
+
+@test "unix socket in a denied directory: connect finds no name; verify fails when the mask is removed" {
+	local sr sz
+	sr=$BATS_TEST_TMPDIR/sock-r
+	sz=$BATS_TEST_TMPDIR/sock-z
+	mkdir -p "$sr" "$sz"
+	tool=$(build_helper fileattack)
+	bg "$tool" listen "$sr/s"
+	bg "$tool" listen "$sz/s"
+	retry 50 0.1 test -S "$sr/s"
+	retry 50 0.1 test -S "$sz/s"
+	attack_bundle r
+	attack_bundle z
+	cfg r '.mounts += [{destination: "/run/sock", type: "bind", source: $s, options: ["rbind"]}]' --arg s "$sr"
+	cfg z '.mounts += [{destination: "/run/sock", type: "bind", source: $s, options: ["rbind"]}]' --arg s "$sz"
+	in_zone z sock "$(guarded sock)"
+	runc_run plain r
+
+	in_ct runc_rt plain fileattack connect /run/sock/s
+	assert_success
+	assert_eq "$stdout" hello
+
+	run_ct zoned z
+	rexec zoned fileattack connect /run/sock/s
+	assert_failure 1
+	assert_eq "$stderr" "connect: no such file or directory"
+	rexec zoned ls /run/sock
+	assert_failure 1
+	assert_match "$stderr" "Permission denied"
+	# The host's socket is untouched.
+	"$tool" connect "$sz/s" >"$BATS_TEST_TMPDIR/host.out"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/host.out")" hello
+
+	check_passed sock "container zoned: denied paths"
+	# Removing the mask by hand reopens the route: verify must say so.
+	nsenter -t "$(ct_pid zoned)" -m umount /run/sock
+	rexec zoned fileattack connect /run/sock/s
+	assert_success
+	rrun rt zone verify sock --format json
+	assert_failure 1
+	jq -e '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/run/sock: the directory is not masked")))' <<<"$stdout" >/dev/null ||
+		fail "verify does not notice the missing mask: $stdout"
+}
+
+@test "a file created at a denied path after start is not readable by a process already running" {
+	local script='until [ -e /tmp/go ]; do sleep 0.1; done; cat /data/later; echo rc=$?; exec sleep 3600'
+	attack_bundle r sh -c "$script"
+	attack_bundle z sh -c "$script"
+	in_zone z later "$(guarded later)"
+	runc_run plain r
+	run_ct zoned z
+
+	for b in r z; do
+		echo secret >"$(bundle_dir $b)/rootfs/data/later"
+		touch "$(bundle_dir $b)/rootfs/tmp/go"
+	done
+	retry 100 0.1 grep -q rc= "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/plain.out")" $'secret\nrc=0'
+	retry 100 0.1 grep -q rc= "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.out")" rc=1
+	assert_match "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "can't open '/data/later': Permission denied"
+	# Nor can a process of the container create or replace it.
+	rexec zoned sh -c 'echo x >/data/later'
+	assert_failure 1
+	assert_match "$stderr" "can't create /data/later: Read-only file system"
+	rexec zoned rm -f /data/later
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/data/later': Device or resource busy"
+
+	wait_event later '.control == "file" and .object == "/data/later (permission denied)" and .comm == "cat"' >/dev/null
+	check_passed later "container zoned: denied paths"
+}
