@@ -3,7 +3,7 @@
  * Deny observer. Landlock enforces files and exec on both backends (and
  * signals and TCP connect on the fallback) but reports nothing to us, so
  * this program turns failed syscalls of zone tasks (-EACCES/-EPERM, and
- * -EROFS from metadata syscalls) into events. On the bpf-lsm backend the
+ * -EROFS from opens and metadata syscalls) into events. On the bpf-lsm backend the
  * loader keeps only its file and exec events: the LSM hooks report the rest
  * themselves.
  *
@@ -34,7 +34,8 @@
 #define NR_openat2 437
 
 /* Metadata and name changes: Landlock has no right for them, so on the
- * fallback read-only mounts deny them with EROFS (libzone/fileguard.go). */
+ * fallback read-only mounts deny them with EROFS (libzone/fileguard.go),
+ * as they deny a write open before Landlock sees it. */
 #define NR_link 86
 #define NR_chmod 90
 #define NR_fchmod 91
@@ -100,8 +101,6 @@ static __always_inline int observed_control(long nr, long ret)
 {
 	if (metadata_syscall(nr))
 		return CONTROL_FILE;
-	if (ret == -EROFS)
-		return -1;
 	switch (nr) {
 	case NR_open:
 	case NR_openat:
