@@ -69,7 +69,7 @@ const denyMaskName = "deny-mask"
 // where Landlock has no right for it (see the top of this file).
 func (ke *kernelEnforcer) guardFiles(p *zone.Policy, cfg *configs.Config) error {
 	fs := p.Filesystem
-	if len(fs.ReadOnly)+len(fs.Deny) == 0 {
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
 		return nil
 	}
 	root, err := unix.Open(cfg.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -77,6 +77,12 @@ func (ke *kernelEnforcer) guardFiles(p *zone.Policy, cfg *configs.Config) error 
 		return fmt.Errorf("open rootfs %s: %w", cfg.Rootfs, err)
 	}
 	defer unix.Close(root)
+
+	if fs.WritablePaths != nil {
+		if err := readOnlyExceptWritable(root, cfg, *fs.WritablePaths); err != nil {
+			return err
+		}
+	}
 
 	for _, ro := range fs.ReadOnly {
 		readOnlyMounts(cfg, ro)
@@ -124,6 +130,51 @@ func (ke *kernelEnforcer) guardFiles(p *zone.Policy, cfg *configs.Config) error 
 	return nil
 }
 
+// readOnlyExceptWritable makes everything outside the writable paths
+// read-only at the mount level: the root is remounted read-only
+// (libcontainer's readonly root, which leaves the mounts on it as they
+// are), each writable path on the rootfs is first bound onto itself so that
+// it stays writable, and bind mounts outside every writable path are
+// read-only. Other mounts (tmpfs, proc, devpts) are the container's own and
+// stay as configured; Landlock still refuses writes there.
+func readOnlyExceptWritable(root int, cfg *configs.Config, writable []string) error {
+	if slices.Contains(writable, "/") {
+		return nil
+	}
+	var binds []*configs.Mount
+	for _, w := range writable {
+		if slices.ContainsFunc(cfg.Mounts, func(m *configs.Mount) bool { return within(w, m.Destination) }) {
+			continue // a mount of its own decides
+		}
+		fd, err := openIn(root, strings.TrimPrefix(path.Clean(w), "/"))
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue // Landlock keeps it from being created
+		} else if err != nil {
+			return fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
+		}
+		src, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
+		}
+		binds = append(binds, &configs.Mount{
+			Source:      src,
+			Destination: w,
+			Device:      "bind",
+			Flags:       unix.MS_BIND | unix.MS_REC,
+		})
+	}
+	for _, m := range cfg.Mounts {
+		if m.IsBind() && !slices.ContainsFunc(writable, func(w string) bool { return within(m.Destination, w) }) {
+			m.Flags |= unix.MS_RDONLY
+		}
+	}
+	// Before every other mount: one beneath a writable path lands on top.
+	cfg.Mounts = append(binds, cfg.Mounts...)
+	cfg.Readonlyfs = true
+	return nil
+}
+
 // readOnlyMounts makes p read-only in the container: "/" is the root,
 // anything else a read-only bind of itself; bind mounts beneath p are made
 // read-only too (the recursive bind copies them as they are).
@@ -155,27 +206,39 @@ func appendNew(list *[]string, p string) {
 // hostBase is where container path p starts on the host: the source of the
 // last bind mount at or above it, else the rootfs (root). ok is false when
 // a mount of another kind (tmpfs, proc) covers p.
-func hostBase(root int, cfg *configs.Config, p string) (base int, rel string, dest string, ok bool, err error) {
+func hostBase(root int, cfg *configs.Config, p string) (base int, rel string, ok bool, err error) {
 	for i := len(cfg.Mounts) - 1; i >= 0; i-- {
 		m := cfg.Mounts[i]
 		if !within(p, m.Destination) {
 			continue
 		}
 		if !m.IsBind() {
-			return -1, "", "", false, nil
+			return -1, "", false, nil
 		}
 		fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return -1, "", "", false, fmt.Errorf("open bind source %s: %w", m.Source, err)
+			return -1, "", false, nil // libcontainer reports a bad source
 		}
 		r, _ := filepath.Rel(path.Clean(m.Destination), path.Clean(p))
-		return fd, r, path.Clean(m.Destination), true, nil
+		return fd, r, true, nil
 	}
 	fd, err := unix.Dup(root)
 	if err != nil {
-		return -1, "", "", false, err
+		return -1, "", false, err
 	}
-	return fd, strings.TrimPrefix(path.Clean(p), "/"), "/", true, nil
+	return fd, strings.TrimPrefix(path.Clean(p), "/"), true, nil
+}
+
+// openIn opens rel beneath base as the container would resolve it ("."
+// is base itself, which may be a file: a bind mount of one).
+func openIn(base int, rel string) (int, error) {
+	if rel == "" || rel == "." {
+		return unix.Dup(base)
+	}
+	return unix.Openat2(base, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
 }
 
 // statInContainer stats container path p on the host, resolved the way the
@@ -183,18 +246,12 @@ func hostBase(root int, cfg *configs.Config, p string) (base int, rel string, de
 // source). st is nil when p does not exist; ok is false when p lies on a
 // file system the container mounts itself.
 func statInContainer(root int, cfg *configs.Config, p string) (st *unix.Stat_t, ok bool, err error) {
-	base, rel, _, ok, err := hostBase(root, cfg, p)
+	base, rel, ok, err := hostBase(root, cfg, p)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
 	defer unix.Close(base)
-	if rel == "" || rel == "." {
-		rel = "."
-	}
-	fd, err := unix.Openat2(base, rel, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := openIn(base, rel)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil, true, nil
 	} else if err != nil {
@@ -271,20 +328,14 @@ func otherNames(root int, cfg *configs.Config, deny []string) ([]string, error) 
 	want := map[inodeID]bool{}
 	budget := maxLinkScan
 	for _, d := range deny {
-		base, rel, _, ok, err := hostBase(root, cfg, d)
+		base, rel, ok, err := hostBase(root, cfg, d)
 		if err != nil {
 			return nil, fmt.Errorf("filesystem.deny %s: %w", d, err)
 		}
 		if !ok {
 			continue
 		}
-		if rel == "" {
-			rel = "."
-		}
-		fd, err := unix.Openat2(base, rel, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		fd, err := openIn(base, rel)
 		unix.Close(base)
 		if err != nil {
 			continue // does not exist: no inode to have other names
@@ -427,10 +478,11 @@ func deniedLinks(cfg *configs.Config) []string {
 // read_only and deny rules on the fallback: CAP_SYS_ADMIN can remount them
 // read-write or unmount them.
 func fileGuardRoutes(cfg *configs.Config, p *zone.Policy) []string {
-	if len(p.Filesystem.ReadOnly)+len(p.Filesystem.Deny) == 0 || !keepsCapability(cfg, p, "CAP_SYS_ADMIN") {
+	fs := p.Filesystem
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 || !keepsCapability(cfg, p, "CAP_SYS_ADMIN") {
 		return nil
 	}
-	return []string{"filesystem: CAP_SYS_ADMIN can unmount or remount the read-only mounts that hold read_only and deny against metadata changes (drop the capability)"}
+	return []string{"filesystem: CAP_SYS_ADMIN can unmount or remount the read-only mounts that hold the filesystem rules against metadata changes (drop the capability)"}
 }
 
 // mountEntry is one line of /proc/PID/mountinfo: where, and read-only.
@@ -446,8 +498,12 @@ func readMountinfo(pid int) ([]mountEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseMountinfo(string(raw)), nil
+}
+
+func parseMountinfo(raw string) []mountEntry {
 	var out []mountEntry
-	for line := range strings.Lines(string(raw)) {
+	for line := range strings.Lines(raw) {
 		f := strings.Fields(line)
 		if len(f) < 6 {
 			continue
@@ -460,7 +516,7 @@ func readMountinfo(pid int) ([]mountEntry, error) {
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).
@@ -515,7 +571,7 @@ func isDirIn(pid int, p string) bool {
 // read_only and deny rules (fileguard.go) to r.
 func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy, r *zone.IsolationReport) {
 	fs := p.Filesystem
-	if len(fs.ReadOnly)+len(fs.Deny) == 0 {
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
 		return
 	}
 	mounts, err := readMountinfo(pid)
@@ -524,6 +580,10 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 		return
 	}
 	routes := fileGuardRoutes(cfg, p)
+	readOnly := fs.ReadOnly
+	if w := fs.WritablePaths; w != nil && !slices.Contains(*w, "/") {
+		readOnly = append([]string{"/"}, readOnly...) // everything not writable
+	}
 	// masked: a denied directory must be covered by the empty tmpfs (a
 	// read-only mount alone leaves its names, and sockets, reachable).
 	check := func(label string, paths []string, masked bool) {
@@ -549,7 +609,7 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 			r.Add(name+": "+label, true, "read-only mounts on %s", strings.Join(paths, ", "))
 		}
 	}
-	check("read-only paths", fs.ReadOnly, false)
+	check("read-only paths", readOnly, false)
 	var deny []string
 	for _, d := range fs.Deny {
 		if d != "/" {

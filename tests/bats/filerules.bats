@@ -258,3 +258,32 @@ check_passed() {
 	wait_event later '.control == "file" and .object == "/data/later (permission denied)" and .comm == "cat"' >/dev/null
 	check_passed later "container zoned: denied paths"
 }
+
+@test "writable_paths: metadata outside the writable paths fails with EROFS, inside it works" {
+	attack_bundle r
+	attack_bundle z
+	in_zone z wonly "$(policy wonly <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+	EOF
+	)"
+	runc_run plain r
+	in_ct runc_rt plain chmod u+s /bin/busybox
+	assert_success
+	assert_eq "$(stat -c %a "$(bundle_dir r)/rootfs/bin/busybox")" 4755
+
+	run_ct zoned z
+	rexec zoned chmod u+s /bin/busybox
+	assert_failure 1
+	assert_match "$stderr" "chmod: /bin/busybox: Read-only file system"
+	rexec zoned chown 1:1 /etc/passwd
+	assert_failure 1
+	assert_match "$stderr" "Read-only file system"
+	assert_eq "$(stat -c %a "$(bundle_dir z)/rootfs/bin/busybox")" 755
+	rexec zoned sh -c 'echo x >/tmp/f && chown 1:1 /tmp/f && chmod 4700 /tmp/f && stat -c "%a %u" /tmp/f'
+	assert_success
+	assert_eq "$stdout" "4700 1"
+
+	wait_event wonly '.control == "file" and .object == "/bin/busybox (read-only file system)" and .comm == "chmod"' >/dev/null
+	check_passed wonly "container zoned: read-only paths"
+}
