@@ -8,12 +8,13 @@ import (
 	"strings"
 )
 
-// The fallback attaches its egress programs to every member's cgroup. The
-// kernel keeps one static key per cgroup attach type, enabled while any
+// Both backends attach egress programs to every member's cgroup (the packet
+// program; the fallback also connect and sendmsg). The kernel keeps one
+// static key per cgroup attach type, enabled while any
 // cgroup has a program of that type: the first attach and the last detach
 // patch kernel text, 0.1-0.4 ms a call on this project's host (perf trace),
-// which a container alone in its root paid four times at create and four
-// times at delete. The anchor, an empty cgroup of the pin directory that
+// which a container alone in its root paid once per program at create and
+// at delete. The anchor, an empty cgroup of the pin directory that
 // holds one link of each egress program, keeps those keys enabled while the
 // programs are installed. No task runs in it, so its programs never run (a
 // task moved into it would be an unregistered member: egress fails closed).

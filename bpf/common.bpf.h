@@ -79,13 +79,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } zone_counters SEC(".maps");
 
+/*
+ * Members whose network namespace is their zone's own (see own_loopback):
+ * cgroup-v2 id of the member -> cookie of that network namespace.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct config);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} rauha_config SEC(".maps");
+} member_netns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -108,19 +112,30 @@ static __always_inline __u32 lookup_zone(__u64 cgid)
  * Zone of the current task: walk its cgroup-v2 ancestors top-down, the
  * first registered one wins, so cgroups nested in a member inherit its zone
  * and cannot opt out by registering deeper. A task in the root cgroup costs
- * one helper call: ancestor level 1 does not exist for it.
+ * one helper call: ancestor level 1 does not exist for it. *member gets the
+ * registered cgroup's id (0 outside zones).
  */
-static __always_inline __u32 current_zone(void)
+static __always_inline __u32 current_member(__u64 *member)
 {
+	*member = 0;
 	for (int l = 1; l <= MAX_LEVEL; l++) {
 		__u64 id = bpf_get_current_ancestor_cgroup_id(l);
 		if (!id)
 			return 0;
 		__u32 z = lookup_zone(id);
-		if (z)
+		if (z) {
+			*member = id;
 			return z;
+		}
 	}
 	return 0;
+}
+
+static __always_inline __u32 current_zone(void)
+{
+	__u64 member;
+
+	return current_member(&member);
 }
 
 /* Kernels before 6.0 kept the ancestors' ids instead of pointers. */
@@ -187,12 +202,12 @@ static __always_inline void count_check(struct counters *c, int control)
 }
 
 /*
- * Reserves an event with the fields every event has. The caller fills the
- * control-specific ones and submits. NULL means the ring buffer is full; that
- * is counted, never silent.
+ * Reserves an event with the fields every event has except the task's. The
+ * caller fills the control-specific ones and submits. NULL means the ring
+ * buffer is full; that is counted, never silent.
  */
-static __always_inline struct event *event_new(__u32 zone, struct counters *c, __u16 control,
-					       __u16 hook, __u8 verdict, __s32 ret)
+static __always_inline struct event *event_reserve(__u32 zone, struct counters *c, __u16 control,
+						   __u16 hook, __u8 verdict, __s32 ret)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -202,17 +217,28 @@ static __always_inline struct event *event_new(__u32 zone, struct counters *c, _
 		return NULL;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
-	__u64 id = bpf_get_current_pid_tgid();
 	e->ts_ns = bpf_ktime_get_boot_ns();
-	e->cgid = bpf_get_current_cgroup_id();
 	e->zone = zone;
-	e->pid = (__u32)id;
-	e->tgid = id >> 32;
-	e->uid = (__u32)bpf_get_current_uid_gid();
 	e->control = control;
 	e->hook = hook;
 	e->verdict = verdict;
 	e->ret = ret;
+	return e;
+}
+
+/* event_reserve plus the current task: for programs that run in its context. */
+static __always_inline struct event *event_new(__u32 zone, struct counters *c, __u16 control,
+					       __u16 hook, __u8 verdict, __s32 ret)
+{
+	struct event *e = event_reserve(zone, c, control, hook, verdict, ret);
+
+	if (!e)
+		return NULL;
+	__u64 id = bpf_get_current_pid_tgid();
+	e->cgid = bpf_get_current_cgroup_id();
+	e->pid = (__u32)id;
+	e->tgid = id >> 32;
+	e->uid = (__u32)bpf_get_current_uid_gid();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	return e;
 }
@@ -255,25 +281,18 @@ static __always_inline bool cross_zone_allowed(__u32 actor, const struct policy 
 	return !((ap->flags | tp.flags) & deny_flag);
 }
 
-static __always_inline __u64 host_netns_cookie(void)
-{
-	__u32 key = 0;
-	struct config *cfg = bpf_map_lookup_elem(&rauha_config, &key);
-
-	return cfg ? cfg->host_netns_cookie : 0;
-}
-
 /*
- * Loopback inside the zone's own network namespace is not egress: it never
- * leaves the container. In the host's netns (a zone with host networking,
- * or these programs' tests) loopback reaches host services, so it is egress
- * like any other address.
+ * Loopback is the zone's own, not egress, only in the network namespace
+ * rauha registered for the member (member_netns): one created for it that
+ * no task outside the zone shares. In any other netns (the host's, a
+ * joined one) loopback reaches services of tasks outside the zone.
  */
-static __always_inline bool own_loopback(__u64 netns_cookie, bool is_loopback)
+static __always_inline bool own_loopback(__u64 member, __u64 netns_cookie, bool is_loopback)
 {
-	__u64 host = host_netns_cookie();
-
-	return is_loopback && host && netns_cookie && netns_cookie != host;
+	if (!is_loopback || !netns_cookie)
+		return false;
+	__u64 *own = bpf_map_lookup_elem(&member_netns, &member);
+	return own && *own == netns_cookie;
 }
 
 static __always_inline bool egress4_allowed(__u32 zone, __u32 addr_be, __u16 port)
@@ -319,8 +338,8 @@ static __always_inline bool is_loopback6(const __u32 a[4])
  * checked against the IPv4 list, so an IPv6 rule cannot widen IPv4.
  * Returns 0 or the negative error; fills *ep when it denied (or audited).
  */
-static __always_inline int egress_check(__u32 zone, __u8 family, const __u32 addr[4], __u16 port,
-					__u64 netns_cookie, __u16 hook, struct event **ep)
+static __always_inline int egress_check(__u32 zone, __u64 member, __u8 family, const __u32 addr[4],
+					__u16 port, __u64 netns_cookie, __u16 hook, struct event **ep)
 {
 	struct counters *c = counters_of(zone);
 	struct policy p;
@@ -333,10 +352,10 @@ static __always_inline int egress_check(__u32 zone, __u8 family, const __u32 add
 
 	if (family == AF_INET || is_v4_mapped(addr)) {
 		__u32 a4 = family == AF_INET ? addr[0] : addr[3];
-		if (own_loopback(netns_cookie, is_loopback4(a4)) || egress4_allowed(zone, a4, port))
+		if (own_loopback(member, netns_cookie, is_loopback4(a4)) || egress4_allowed(zone, a4, port))
 			return 0;
 	} else {
-		if (own_loopback(netns_cookie, is_loopback6(addr)) || egress6_allowed(zone, addr, port))
+		if (own_loopback(member, netns_cookie, is_loopback6(addr)) || egress6_allowed(zone, addr, port))
 			return 0;
 	}
 

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Fallback egress enforcement: cgroup/connect{4,6} and cgroup/sendmsg{4,6},
- * attached only to zone members' cgroup-v2 directories (AddMember).
- * Returning 0 makes connect()/sendmsg() fail with EPERM.
+ * Egress enforcement on zone members' cgroup-v2 directories (AddMember):
+ *   - cgroup/connect{4,6} and cgroup/sendmsg{4,6} (fallback backend) judge
+ *     the address a task passes: connect()/sendmsg() fail with EPERM and
+ *     leave an event;
+ *   - cgroup_skb/egress (both backends) judges every IP packet a member's
+ *     socket sends by where it really goes, which the address passed does
+ *     not tell for raw and ICMP sockets or with source routing.
+ * Returning 0 denies.
  *
  * These programs run only for tasks under a member's cgroup, so a task that
  * resolves to zone 0 here sits in a member whose registration is being added
@@ -20,7 +25,9 @@ static __always_inline int sock_addr4(struct bpf_sock_addr *ctx, __u16 hook)
 	__u32 addr[4] = { ctx->user_ip4, 0, 0, 0 };
 	__u16 port = bpf_ntohs((__u16)ctx->user_port);
 	struct event *e;
-	int ret = egress_check(current_zone(), AF_INET, addr, port, bpf_get_netns_cookie(ctx), hook, &e);
+	__u64 member;
+	__u32 zone = current_member(&member);
+	int ret = egress_check(zone, member, AF_INET, addr, port, bpf_get_netns_cookie(ctx), hook, &e);
 
 	if (e)
 		bpf_ringbuf_submit(e, 0);
@@ -32,7 +39,9 @@ static __always_inline int sock_addr6(struct bpf_sock_addr *ctx, __u16 hook)
 	__u32 addr[4] = { ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3] };
 	__u16 port = bpf_ntohs((__u16)ctx->user_port);
 	struct event *e;
-	int ret = egress_check(current_zone(), AF_INET6, addr, port, bpf_get_netns_cookie(ctx), hook, &e);
+	__u64 member;
+	__u32 zone = current_member(&member);
+	int ret = egress_check(zone, member, AF_INET6, addr, port, bpf_get_netns_cookie(ctx), hook, &e);
 
 	if (e)
 		bpf_ringbuf_submit(e, 0);
@@ -62,6 +71,364 @@ SEC("cgroup/sendmsg6")
 int egress_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	return sock_addr6(ctx, HOOK_SENDMSG6);
+}
+
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IPOPT_LSRR 131
+#define IPOPT_SSRR 137
+#define IPPROTO_ICMPV6 58
+#define NEXTHDR_HOP 0
+#define NEXTHDR_ROUTING 43
+#define NEXTHDR_FRAGMENT 44
+#define NEXTHDR_AUTH 51
+#define NEXTHDR_DEST 60
+#define MAX_IP6_EXT 8
+
+struct skb_ratelimit {
+	__u64 ts;     /* when the tokens were last refilled */
+	__u64 tokens; /* events that may still be reported */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_ZONES);
+	__type(key, __u32);
+	__type(value, struct skb_ratelimit);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} skb_event_limit SEC(".maps");
+
+/* What the packet program judges: where a packet goes and what it carries. */
+struct packet {
+	__u32 daddr[4];
+	__u32 saddr[4];
+	__u16 dport; /* host byte order; 0 without a port (ICMP, raw, later fragments) */
+	__u16 sport;
+	__u8 family;
+	__u8 proto;
+	/* Source-routed (IPv4 LSRR/SSRR, IPv6 routing header) or not parseable:
+	 * the destination in the header is not where the packet ends. */
+	bool unjudgeable;
+};
+
+/* Zone of the socket that sends skb: the cgroup it was created in. */
+static __always_inline __u32 skb_member(struct __sk_buff *skb, __u64 *member)
+{
+	*member = 0;
+	for (int l = 1; l <= MAX_LEVEL; l++) {
+		__u64 id = bpf_skb_ancestor_cgroup_id(skb, l);
+		if (!id)
+			return 0;
+		__u32 z = lookup_zone(id);
+		if (z) {
+			*member = id;
+			return z;
+		}
+	}
+	return 0;
+}
+
+/* Ports of the transport header at off, for protocols that have them
+ * where TCP and UDP do. */
+static __always_inline void transport_ports(struct __sk_buff *skb, __u32 off, struct packet *p)
+{
+	__u16 ports[2];
+
+	switch (p->proto) {
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+	case IPPROTO_UDPLITE:
+	case IPPROTO_SCTP:
+	case IPPROTO_DCCP:
+		if (bpf_skb_load_bytes(skb, off, ports, sizeof(ports)) == 0) {
+			p->sport = bpf_ntohs(ports[0]);
+			p->dport = bpf_ntohs(ports[1]);
+		}
+	}
+}
+
+/* Whether the IPv4 options (len bytes after the fixed header) hold a loose
+ * or strict source route, or cannot be read. */
+static __always_inline bool ip4_source_routed(struct __sk_buff *skb, __u32 len)
+{
+	__u8 opt[64];
+
+	if (len == 0)
+		return false;
+	if (len > 40 || bpf_skb_load_bytes(skb, 20, opt, len) < 0)
+		return true;
+	__u32 i = 0;
+	for (int n = 0; n < 40; n++) {
+		if (i >= len)
+			break;
+		__u8 type = opt[i & 63];
+		if (type == 0) /* end of options */
+			break;
+		if (type == 1) { /* no-op */
+			i++;
+			continue;
+		}
+		if (type == IPOPT_LSRR || type == IPOPT_SSRR)
+			return true;
+		if (i + 1 >= len)
+			return true;
+		__u8 olen = opt[(i + 1) & 63];
+		if (olen < 2)
+			return true;
+		i += olen;
+	}
+	return false;
+}
+
+static __always_inline void parse_ip4(struct __sk_buff *skb, struct packet *p)
+{
+	__u8 h[20];
+
+	p->family = AF_INET;
+	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0) {
+		p->unjudgeable = true;
+		return;
+	}
+	__u32 hlen = (h[0] & 0xf) * 4;
+	p->proto = h[9];
+	__builtin_memcpy(&p->saddr[0], &h[12], 4);
+	__builtin_memcpy(&p->daddr[0], &h[16], 4);
+	if (hlen < 20) {
+		p->unjudgeable = true;
+		return;
+	}
+	if (hlen > 20 && ip4_source_routed(skb, hlen - 20))
+		p->unjudgeable = true;
+	/* A fragment after the first has no transport header. */
+	if (!(((h[6] << 8) | h[7]) & 0x1fff))
+		transport_ports(skb, hlen, p);
+}
+
+static __always_inline void parse_ip6(struct __sk_buff *skb, struct packet *p)
+{
+	__u8 h[40];
+
+	p->family = AF_INET6;
+	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0) {
+		p->unjudgeable = true;
+		return;
+	}
+	__builtin_memcpy(p->saddr, &h[8], 16);
+	__builtin_memcpy(p->daddr, &h[24], 16);
+	__u8 next = h[6];
+	__u32 off = 40;
+	bool first = true;
+	for (int n = 0; n < MAX_IP6_EXT; n++) {
+		__u8 e[4];
+		switch (next) {
+		case NEXTHDR_ROUTING:
+			p->unjudgeable = true; /* and read on, for the event's port */
+			/* fall through */
+		case NEXTHDR_HOP:
+		case NEXTHDR_DEST:
+		case NEXTHDR_AUTH:
+			if (bpf_skb_load_bytes(skb, off, e, 2) < 0) {
+				p->unjudgeable = true;
+				return;
+			}
+			next = e[0];
+			off += next == NEXTHDR_AUTH ? (e[1] + 2) * 4 : (e[1] + 1) * 8;
+			continue;
+		case NEXTHDR_FRAGMENT:
+			if (bpf_skb_load_bytes(skb, off, e, 4) < 0) {
+				p->unjudgeable = true;
+				return;
+			}
+			next = e[0];
+			first = !(((e[2] << 8) | e[3]) & 0xfff8);
+			off += 8;
+			continue;
+		}
+		p->proto = next;
+		if (first)
+			transport_ports(skb, off, p);
+		return;
+	}
+	p->unjudgeable = true; /* more extension headers than are read */
+}
+
+/*
+ * A packet of an inbound TCP connection: the SYN-ACK a listener sends, or a
+ * segment of a socket whose local address and port have a listener (an
+ * accepted connection). No outbound TCP connection of a zone task reaches a
+ * forbidden peer this way: every active open passes cgroup/connect (or
+ * lsm/socket_connect), which judged the peer it was given, and the peer of
+ * a TCP connection is the address given unless source routing changes it,
+ * which the caller denies first. Raw sockets are never "inbound".
+ */
+static __always_inline bool inbound_tcp(struct __sk_buff *skb, const struct packet *p)
+{
+	struct bpf_sock *sk = skb->sk;
+
+	if (!sk || p->proto != IPPROTO_TCP)
+		return false;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk || sk->type != SOCK_STREAM || sk->protocol != IPPROTO_TCP)
+		return false;
+	if (sk->state == BPF_TCP_LISTEN)
+		return true;
+
+	/* Seen from the listener: the peer is the source, port 0 so that no
+	 * established socket (ours) matches and the lookup falls to listeners. */
+	struct bpf_sock_tuple t = {};
+	__u32 size;
+	if (p->family == AF_INET) {
+		t.ipv4.saddr = p->daddr[0];
+		t.ipv4.daddr = p->saddr[0];
+		t.ipv4.dport = bpf_htons(p->sport);
+		size = sizeof(t.ipv4);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, p->daddr, 16);
+		__builtin_memcpy(t.ipv6.daddr, p->saddr, 16);
+		t.ipv6.dport = bpf_htons(p->sport);
+		size = sizeof(t.ipv6);
+	}
+	struct bpf_sock *l = bpf_sk_lookup_tcp(skb, &t, size, BPF_F_CURRENT_NETNS, 0);
+	if (!l)
+		return false;
+	bool listening = l->state == BPF_TCP_LISTEN;
+	bpf_sk_release(l);
+	return listening;
+}
+
+/*
+ * The kernel socket behind skb, NULL if none. The verifier forbids
+ * arithmetic on a socket pointer: its value is read through the stack, and
+ * fields through CO-RE probe reads.
+ */
+static __always_inline struct sock *skb_sock(struct __sk_buff *skb)
+{
+	struct bpf_sock *bsk = skb->sk;
+	struct sock *sk = NULL;
+
+	if (bsk)
+		bpf_probe_read_kernel(&sk, sizeof(sk), &bsk);
+	return sk;
+}
+
+/* The network namespace cookie of sk, 0 if unknown (bpf_get_netns_cookie
+ * takes a __sk_buff only since 6.17). */
+static __always_inline __u64 sock_cookie_of_netns(struct sock *sk)
+{
+	if (!sk)
+		return 0;
+	struct net *net = BPF_CORE_READ(sk, __sk_common.skc_net.net);
+	if (!bpf_core_field_exists(net->net_cookie))
+		return 0;
+	return BPF_CORE_READ(net, net_cookie);
+}
+
+/*
+ * The network namespace's own signalling: its kernel sockets (neighbour
+ * discovery, MLD, IGMP, ICMP errors and echo replies, TCP resets) belong
+ * to the cgroup of the task that created the netns, usually the member's
+ * init. Their packets carry no data a task chose. Kernel UDP sockets
+ * (tunnels: VXLAN, WireGuard) carry what tasks send and stay judged.
+ */
+static __always_inline bool kernel_signalling(struct sock *sk, const struct packet *p)
+{
+	if (!sk || !BPF_CORE_READ_BITFIELD_PROBED(sk, sk_kern_sock))
+		return false;
+	return p->proto == IPPROTO_ICMP || p->proto == IPPROTO_ICMPV6 || p->proto == IPPROTO_IGMP ||
+	       p->proto == IPPROTO_TCP;
+}
+
+/* One event per denied packet would let a flood fill the ring buffer and
+ * crowd out every other event: a token bucket per zone and CPU. */
+static __always_inline bool skb_event_allowed(__u32 zone)
+{
+	struct skb_ratelimit *rl = bpf_map_lookup_elem(&skb_event_limit, &zone);
+
+	if (!rl)
+		return false;
+	__u64 now = bpf_ktime_get_boot_ns();
+	__u64 refill = (now - rl->ts) / (1000000000ULL / SKB_EVENT_RATE);
+	if (refill) {
+		rl->tokens = rl->tokens + refill > SKB_EVENT_BURST ? SKB_EVENT_BURST : rl->tokens + refill;
+		rl->ts = now;
+	}
+	if (!rl->tokens)
+		return false;
+	rl->tokens--;
+	return true;
+}
+
+static __always_inline void skb_event(__u32 zone, const struct policy *pol, struct counters *c,
+				      struct __sk_buff *skb, const struct packet *p)
+{
+	if (!skb_event_allowed(zone))
+		return;
+	/* No task fields: a packet may leave in softirq (TCP timers), where
+	 * current is whatever ran, and kernels before 6.10 do not give these
+	 * programs current's helpers. The socket's cgroup names the member. */
+	struct event *e = event_reserve(zone, c, CONTROL_EGRESS, HOOK_SKB_EGRESS,
+					(pol->flags & POLICY_AUDIT) ? VERDICT_AUDITED : VERDICT_DENIED,
+					(pol->flags & POLICY_AUDIT) ? 0 : -EPERM);
+	if (!e)
+		return;
+	e->cgid = bpf_skb_cgroup_id(skb);
+	e->family = p->family;
+	e->port = p->dport;
+	e->arg = p->proto | ((__u64)p->unjudgeable << 8);
+	__builtin_memcpy(e->addr, p->daddr, 16);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * Every IPv4/IPv6 packet a member's socket sends (TCP, UDP, raw, ICMP
+ * "ping"), after routing, with the destination it really has. Other
+ * families (packet sockets) never reach cgroup_skb programs: they need
+ * CAP_NET_RAW, which libzone takes from egress-restricted zones.
+ * The netns's own signalling passes (kernel_signalling), and so do
+ * inbound TCP connections (inbound_tcp).
+ */
+SEC("cgroup_skb/egress")
+int egress_skb(struct __sk_buff *skb)
+{
+	__u64 member;
+	__u32 zone = skb_member(skb, &member);
+	struct policy pol;
+
+	load_policy(zone, &pol);
+	if (!(pol.flags & POLICY_EGRESS_RESTRICTED))
+		return 1;
+
+	struct packet p = {};
+	if (skb->protocol == bpf_htons(ETH_P_IP))
+		parse_ip4(skb, &p);
+	else if (skb->protocol == bpf_htons(ETH_P_IPV6))
+		parse_ip6(skb, &p);
+	else
+		return 1; /* not IP: no address to judge */
+
+	struct counters *c = counters_of(zone);
+	count_check(c, CONTROL_EGRESS);
+	/* The allow-list first: the socket's fields cost probe reads. */
+	if (!p.unjudgeable) {
+		bool loopback;
+		if (p.family == AF_INET) {
+			if (egress4_allowed(zone, p.daddr[0], p.dport))
+				return 1;
+			loopback = is_loopback4(p.daddr[0]);
+		} else {
+			if (egress6_allowed(zone, p.daddr, p.dport))
+				return 1;
+			loopback = is_loopback6(p.daddr);
+		}
+		if (loopback && own_loopback(member, sock_cookie_of_netns(skb_sock(skb)), true))
+			return 1;
+		if (inbound_tcp(skb, &p) || kernel_signalling(skb_sock(skb), &p))
+			return 1;
+	}
+	if (c)
+		c->denies[CONTROL_EGRESS]++;
+	skb_event(zone, &pol, c, skb, &p);
+	return (pol.flags & POLICY_AUDIT) ? 1 : 0;
 }
 
 #endif /* RAUHA_EGRESS_BPF_H */

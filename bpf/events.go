@@ -54,6 +54,9 @@ const (
 	HookLSMSocketConnect = Hook(rauhaHookHOOK_LSM_SOCKET_CONNECT)
 	HookLSMSocketSendmsg = Hook(rauhaHookHOOK_LSM_SOCKET_SENDMSG)
 	HookLSMCapable       = Hook(rauhaHookHOOK_LSM_CAPABLE)
+	HookLSMMmapFile      = Hook(rauhaHookHOOK_LSM_MMAP_FILE)
+	HookLSMFileMprotect  = Hook(rauhaHookHOOK_LSM_FILE_MPROTECT)
+	HookSkbEgress        = Hook(rauhaHookHOOK_SKB_EGRESS)
 )
 
 var hookNames = map[Hook]string{
@@ -63,6 +66,8 @@ var hookNames = map[Hook]string{
 	HookLSMBprmCheck: "lsm/bprm_check_security", HookLSMPtrace: "lsm/ptrace_access_check",
 	HookLSMTaskKill: "lsm/task_kill", HookLSMSocketConnect: "lsm/socket_connect",
 	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
+	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
+	HookSkbEgress: "cgroup_skb/egress",
 }
 
 func (h Hook) String() string {
@@ -117,7 +122,11 @@ type Event struct {
 	TargetPid  int32          // signal/ptrace target
 	TargetZone uint32         // signal/ptrace/cgroup target zone (bpf-lsm)
 	Addr       netip.AddrPort // egress destination
-	Syscall    uint32         // observer: x86_64 syscall number
+	// Egress packet (HookSkbEgress): its IP protocol, and whether it was
+	// source-routed or could not be parsed, so its destination was not judged.
+	Proto        uint8
+	SourceRouted bool
+	Syscall      uint32 // observer: x86_64 syscall number
 }
 
 // DrainEvents returns up to max events already in the ring buffer, oldest
@@ -150,7 +159,7 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &raw); err != nil {
 			return out, fmt.Errorf("decode event of %d bytes: %w", len(rec.RawSample), err)
 		}
-		if k.lsm && Hook(raw.Hook) == HookSysExit && Control(raw.Control) != ControlFile && Control(raw.Control) != ControlExec {
+		if k.lsm && Hook(raw.Hook) == HookSysExit && !observedOnLSM(Control(raw.Control)) {
 			// The LSM hook that denied it sent its own event.
 			continue
 		}
@@ -160,6 +169,13 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		out = append(out, decodeEvent(&raw, clock))
 	}
 	return out, nil
+}
+
+// observedOnLSM reports the controls whose observer events the bpf-lsm
+// backend keeps: file and exec (Landlock's allow-lists, which no hook sees)
+// and capability (bpf(2) denied by seccomp; lsm/capable never runs for it).
+func observedOnLSM(c Control) bool {
+	return c == ControlFile || c == ControlExec || c == ControlCapability
 }
 
 // lsmDenials remembers, per thread, the file or exec denial an LSM hook has
@@ -215,6 +231,9 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Addr[:4])), r.Port)
 		case unix.AF_INET6:
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom16(r.Addr), r.Port)
+		}
+		if e.Hook == HookSkbEgress {
+			e.Proto, e.SourceRouted, e.Arg = uint8(r.Arg), r.Arg>>8&1 != 0, 0
 		}
 	}
 	return e

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -88,6 +89,53 @@ func helperOp(op string, args []string) error {
 		defer unix.Close(fd)
 		_, err = unix.Write(fd, []byte(args[1]))
 		return err
+	case "write-by-handle": // write-by-handle <mount> <cgroup dir> <data>: its cgroup.procs, reached by handle
+		h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, args[1], 0)
+		if err != nil {
+			return fmt.Errorf("name_to_handle_at %s: %w", args[1], err)
+		}
+		mfd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", args[0], err)
+		}
+		defer unix.Close(mfd)
+		dir, err := unix.OpenByHandleAt(mfd, h, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dir)
+		fd, err := unix.Openat(dir, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		_, err = unix.Write(fd, []byte(args[2]))
+		return err
+	case "mmap-exec", "mprotect-exec": // map <path> executable, at once or by mprotect
+		fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		prot := unix.PROT_READ
+		if op == "mmap-exec" {
+			prot |= unix.PROT_EXEC
+		}
+		m, err := unix.Mmap(fd, 0, 4096, prot, unix.MAP_PRIVATE)
+		if err != nil {
+			return err
+		}
+		defer unix.Munmap(m)
+		if op == "mprotect-exec" {
+			return unix.Mprotect(m, unix.PROT_READ|unix.PROT_EXEC)
+		}
+		return nil
+	case "mmap-anon-exec": // an anonymous executable mapping: no file to judge
+		m, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err == nil {
+			unix.Munmap(m)
+		}
+		return err
 	case "exec": // exec <copy of this binary>: prints "ok" from the new image
 		return unix.Exec(args[0], []string{args[0], "noop"}, os.Environ())
 	case "kill":
@@ -102,12 +150,114 @@ func helperOp(op string, args []string) error {
 		return unix.PtraceSeize(pid)
 	case "unshare-uts": // needs CAP_SYS_ADMIN in the helper's user namespace
 		return unix.Unshare(unix.CLONE_NEWUTS)
+	case "in-netns": // in-netns <netns path> <op> <args...>: op in that netns
+		runtime.LockOSThread() // the thread stays in it and dies with the helper
+		fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("setns: %w", err)
+		}
+		if err := loopbackUp(); err != nil {
+			return err
+		}
+		return helperOp(args[1], args[2:])
+	case "raw", "ping", "lsrr": // raw|ping <addr>; lsrr <addr:port> <first hop>
+		return packetOp(op, args)
+	case "serve": // serve: accept one TCP connection on 127.0.0.1, answer "hi"
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		fmt.Println(l.Addr().(*net.TCPAddr).Port)
+		c, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.Write([]byte("hi"))
+		return err
 	case "sleep": // a target for signals and ptrace, until killed
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return nil
 	}
 	return fmt.Errorf("unknown operation %q", op)
+}
+
+// packetOp sends one datagram whose real destination the address passed
+// to sendto does not tell (raw, ping) or does not name (lsrr).
+func packetOp(op string, args []string) error {
+	echo := []byte{8, 0, 0, 0, 0x12, 0x34, 0, 1, 'r', 'a', 'u', 'h', 'a', 0}
+	switch op {
+	case "raw":
+		sum := icmpChecksum(echo)
+		echo[2], echo[3] = byte(sum>>8), byte(sum)
+		return sendOnce(unix.SOCK_RAW, unix.IPPROTO_ICMP, args[0]+":0", echo, nil)
+	case "ping":
+		// Ping sockets are open to the groups of ping_group_range; the
+		// helper runs in a netns of its own, so this setting is its own.
+		if err := loopbackUp(); err != nil {
+			return err
+		}
+		if err := os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 0"), 0); err != nil {
+			return err
+		}
+		return sendOnce(unix.SOCK_DGRAM, unix.IPPROTO_ICMP, args[0]+":0", echo, nil)
+	case "lsrr":
+		hop := netip.MustParseAddr(args[1]).As4()
+		opts := []byte{1, 131, 7, 4, hop[0], hop[1], hop[2], hop[3]} // NOP, LSRR via hop
+		return sendOnce(unix.SOCK_DGRAM, 0, args[0], []byte("rauha"), opts)
+	}
+	return fmt.Errorf("unknown packet operation %q", op)
+}
+
+func sendOnce(typ, proto int, dst string, payload, ipOptions []byte) error {
+	ap, err := netip.ParseAddrPort(dst)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if ipOptions != nil {
+		if err := unix.SetsockoptString(fd, unix.IPPROTO_IP, unix.IP_OPTIONS, string(ipOptions)); err != nil {
+			return err
+		}
+	}
+	return unix.Sendto(fd, payload, 0, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()})
+}
+
+// loopbackUp brings up lo of the calling thread's netns (down in a new one).
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+func icmpChecksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
 }
 
 func sockOp(datagram, forceV6 bool, ap netip.AddrPort) error {

@@ -10,7 +10,9 @@
 //   - fallback, for kernels that refuse LSM programs (Landlock enforces files,
 //     exec and signals there): cgroup/connect4|6 and cgroup/sendmsg4|6 on
 //     every member's cgroup for the egress allow-list;
-//   - both: a sys_exit observer that reports what Landlock denied. libzone
+//   - both: cgroup_skb/egress on every member's cgroup, which judges each
+//     packet by its real destination (raw and ICMP sockets, source routes);
+//     a sys_exit observer that reports what Landlock denied. libzone
 //     enforces filesystem and exec rules with Landlock on either backend,
 //     and Landlock runs before the BPF LSM (lsm= order), so its denials never
 //     reach lsm/file_open: without the observer they would leave no event.
@@ -20,7 +22,7 @@
 // member's cgroup links as members/<cgroup id>/<program>.
 package bpf
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 -type event -type policy -type counters -type egress4_key -type egress6_key -type file_key -type peer_key -type config -type limits -type policy_flag -type peer_bit -type file_access -type control -type hook -type verdict rauha rauha.bpf.c -- -I./headers -Wall -Werror
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 -type event -type policy -type counters -type egress4_key -type egress6_key -type file_key -type peer_key -type limits -type skb_events -type policy_flag -type peer_bit -type file_access -type control -type hook -type verdict rauha rauha.bpf.c -- -I./headers -Wall -Werror
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 probe probe.bpf.c -- -I./headers -Wall -Werror
 
 // The generated *_x86_bpfel.{go,o} are committed, so `go build` needs no
@@ -41,7 +43,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultPinDir is where production pins live; tests use their own.
@@ -64,6 +65,7 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgEgressConnect6, perMember: true, attach: ebpf.AttachCGroupInet6Connect},
 	{name: rauhaProgEgressSendmsg4, perMember: true, attach: ebpf.AttachCGroupUDP4Sendmsg},
 	{name: rauhaProgEgressSendmsg6, perMember: true, attach: ebpf.AttachCGroupUDP6Sendmsg},
+	{name: rauhaProgEgressSkb, shared: true, perMember: true, attach: ebpf.AttachCGroupInetEgress},
 	{name: rauhaProgObserveSysExit, shared: true, attach: ebpf.AttachTraceRawTp},
 	{name: rauhaProgZoneFileOpen, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneBprmCheck, lsm: true, attach: ebpf.AttachLSMMac},
@@ -72,6 +74,8 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneSocketConnect, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneSocketSendmsg, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneCapable, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneMmapFile, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneFileMprotect, lsm: true, attach: ebpf.AttachLSMMac},
 }
 
 // backendPrograms are the programs a backend installs.
@@ -220,13 +224,8 @@ func Open(pinDir string, lsm bool) (_ *Kernel, err error) {
 		}
 		prog.Close()
 	}
-	if !lsm {
-		if err := kern.attachAnchor(); err != nil {
-			return nil, errors.Join(err, removeAnchor(pinDir))
-		}
-	}
-	if err := kern.initConfig(); err != nil {
-		return nil, err
+	if err := kern.attachAnchor(); err != nil {
+		return nil, errors.Join(err, removeAnchor(pinDir))
 	}
 	return kern, nil
 }
@@ -270,9 +269,6 @@ func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
 			return nil, fmt.Errorf("open pinned map %s: %w", name, err)
 		}
 		v.Field(i).Set(reflect.ValueOf(m))
-	}
-	if err := kern.initConfig(); err != nil {
-		return nil, err
 	}
 	return kern, nil
 }
@@ -386,37 +382,6 @@ func usesOnlyMaps(prog *ebpf.Program, ours map[ebpf.MapID]bool) error {
 	return nil
 }
 
-// initConfig records the host's network namespace once; see config in rauha.h.
-func (k *Kernel) initConfig() error {
-	var cfg rauhaConfig
-	if err := k.maps.RauhaConfig.Lookup(uint32(0), &cfg); err != nil {
-		return fmt.Errorf("read rauha_config: %w", err)
-	}
-	if cfg.HostNetnsCookie != 0 {
-		return nil
-	}
-	cookie, err := netnsCookie()
-	if err != nil {
-		// Kernels before 5.14: no loopback exemption, which only restricts more.
-		return nil
-	}
-	cfg.HostNetnsCookie = cookie
-	if err := k.maps.RauhaConfig.Update(uint32(0), &cfg, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("write rauha_config: %w", err)
-	}
-	return nil
-}
-
-func netnsCookie() (uint64, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	v, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	return v, err
-}
-
 func checkBackend(pinDir string, lsm bool) error {
 	for _, p := range ownPrograms(!lsm) {
 		pin := linkPin(pinDir, p.name)
@@ -441,7 +406,7 @@ func backendName(lsm bool) string {
 func (k *Kernel) allMaps() []*ebpf.Map {
 	m := &k.maps
 	return []*ebpf.Map{m.ZoneByCgid, m.ZonePolicy, m.Egress4, m.Egress6, m.ZonePeers,
-		m.FileDeny, m.ZoneCounters, m.RauhaConfig, m.Events}
+		m.FileDeny, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events}
 }
 
 // LSM reports which backend this handle was opened for.

@@ -22,8 +22,9 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	k, pinDir := testKernel(t, false)
 
 	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "zone_peers",
-		"file_deny", "zone_counters", "rauha_config", "events", "link_observe_sys_exit",
-		"prog_egress_connect4", "prog_egress_connect6", "prog_egress_sendmsg4", "prog_egress_sendmsg6"} {
+		"file_deny", "zone_counters", "member_netns", "skb_event_limit", "events", "link_observe_sys_exit",
+		"prog_egress_connect4", "prog_egress_connect6", "prog_egress_sendmsg4", "prog_egress_sendmsg6",
+		"prog_egress_skb"} {
 		if !exists(filepath.Join(pinDir, name)) {
 			t.Errorf("%s not pinned", name)
 		}
@@ -355,13 +356,19 @@ func TestFallbackEgress(t *testing.T) {
 	in.expect(t, "ok", "sendto", ap("127.0.0.1", port4))
 	in.expect(t, "EPERM", "sendto", ap("127.0.0.1", closed))
 	in.expect(t, "EPERM", "sendto6", ap("::1", closed))
-	// In its own network namespace, loopback is the zone's own: not egress.
-	// (lo is down there, so an allowed connect fails in routing instead.)
-	own := workload{cgroup: cg, netns: true}
-	own.expect(t, "ENETUNREACH", "connect", ap("127.0.0.1", closed))
-	own.expect(t, "EADDRNOTAVAIL", "connect", ap("::1", closed))
-	own.expect(t, "EPERM", "connect", ap("10.11.12.13", 80))
-	const denials = 6
+	// In a network namespace registered as the member's own, loopback is
+	// the zone's own: not egress. (lo is down there, so an allowed connect
+	// fails in routing instead.) In any other, it is egress.
+	holder := workload{cgroup: cg, netns: true}.start(t)
+	ns := "/proc/" + strconv.Itoa(holder) + "/ns/net"
+	if err := k.SetMemberNetns(cgid, ns); err != nil {
+		t.Fatal(err)
+	}
+	in.expect(t, "ECONNREFUSED", "in-netns", ns, "connect", ap("127.0.0.1", closed))
+	in.expect(t, "ECONNREFUSED", "in-netns", ns, "connect", ap("::1", closed))
+	in.expect(t, "EPERM", "in-netns", ns, "connect", ap("10.11.12.13", 80))
+	workload{cgroup: cg, netns: true}.expect(t, "EPERM", "connect", ap("127.0.0.1", closed))
+	const denials = 7
 
 	host := workload{}
 	host.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))

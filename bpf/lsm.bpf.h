@@ -18,6 +18,7 @@
 #define SOCK_STREAM 1
 #define MSG_FASTOPEN 0x20000000
 #define CAP_OPT_NOAUDIT (1u << 1)
+#define PROT_EXEC 0x4
 
 static __always_inline int file_denied(__u32 zone, struct file *file, __u32 bit, __u16 control,
 				       __u16 hook)
@@ -115,6 +116,49 @@ int BPF_PROG(zone_bprm_check, struct linux_binprm *bprm, int ret)
 			   HOOK_LSM_BPRM_CHECK);
 }
 
+/*
+ * exec.deny holds for every way to run a denied file's code: mapping it
+ * executable (the dynamic loader does, "ld.so /denied/binary") is judged
+ * like executing it.
+ */
+SEC("lsm/mmap_file")
+int BPF_PROG(zone_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot,
+	     unsigned long flags, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(prot & PROT_EXEC))
+		return 0;
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+	/* file is NULL for an anonymous mapping: read the slot as a scalar
+	 * (a NULL check on the argument itself is folded away, see above). */
+	__u64 f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &ctx[0]);
+	if (!f)
+		return 0;
+	return file_denied(zone, (struct file *)f, FILE_DENY_EXEC, CONTROL_EXEC, HOOK_LSM_MMAP_FILE);
+}
+
+/* The same for a mapping made executable afterwards with mprotect. */
+SEC("lsm/file_mprotect")
+int BPF_PROG(zone_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot,
+	     unsigned long prot, int ret)
+{
+	if (ret)
+		return ret;
+	if (!(prot & PROT_EXEC))
+		return 0;
+	__u32 zone = current_zone();
+	if (!zone)
+		return 0;
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+	if (!file)
+		return 0;
+	return file_denied(zone, file, FILE_DENY_EXEC, CONTROL_EXEC, HOOK_LSM_FILE_MPROTECT);
+}
+
 static __always_inline int cross_zone(__u32 zone, struct task_struct *target, __u32 peer_bit,
 				      __u32 deny_flag, __u16 control, __u16 hook, __u64 arg)
 {
@@ -185,8 +229,8 @@ static __always_inline __u64 sock_netns_cookie(struct socket *sock)
  * family and other families are left to the kernel, which rejects or does
  * not route them.
  */
-static __always_inline int sockaddr_egress(__u32 zone, struct socket *sock, void *sa, int len,
-					   __u16 hook)
+static __always_inline int sockaddr_egress(__u32 zone, __u64 member, struct socket *sock, void *sa,
+					   int len, __u16 hook)
 {
 	__u16 family = 0;
 	bpf_probe_read_kernel(&family, sizeof(family), sa);
@@ -204,8 +248,8 @@ static __always_inline int sockaddr_egress(__u32 zone, struct socket *sock, void
 	}
 
 	struct event *e;
-	int ret = egress_check(zone, family, addr, bpf_ntohs(port_be), sock_netns_cookie(sock), hook,
-			       &e);
+	int ret = egress_check(zone, member, family, addr, bpf_ntohs(port_be), sock_netns_cookie(sock),
+			       hook, &e);
 	if (e)
 		bpf_ringbuf_submit(e, 0);
 	return ret;
@@ -224,10 +268,11 @@ int BPF_PROG(zone_socket_connect, struct socket *sock, struct sockaddr *address,
 {
 	if (ret)
 		return ret;
-	__u32 zone = current_zone();
+	__u64 member;
+	__u32 zone = current_member(&member);
 	if (!zone || !inet_socket(sock))
 		return 0;
-	return sockaddr_egress(zone, sock, address, addrlen, HOOK_LSM_SOCKET_CONNECT);
+	return sockaddr_egress(zone, member, sock, address, addrlen, HOOK_LSM_SOCKET_CONNECT);
 }
 
 /*
@@ -239,7 +284,8 @@ int BPF_PROG(zone_socket_sendmsg, struct socket *sock, struct msghdr *msg, int s
 {
 	if (ret)
 		return ret;
-	__u32 zone = current_zone();
+	__u64 member;
+	__u32 zone = current_member(&member);
 	if (!zone || !inet_socket(sock))
 		return 0;
 
@@ -251,7 +297,7 @@ int BPF_PROG(zone_socket_sendmsg, struct socket *sock, struct msghdr *msg, int s
 	if (BPF_CORE_READ(sock, type) == SOCK_STREAM &&
 	    !(BPF_CORE_READ(msg, msg_flags) & MSG_FASTOPEN))
 		return 0;
-	return sockaddr_egress(zone, sock, name, len, HOOK_LSM_SOCKET_SENDMSG);
+	return sockaddr_egress(zone, member, sock, name, len, HOOK_LSM_SOCKET_SENDMSG);
 }
 
 SEC("lsm/capable")

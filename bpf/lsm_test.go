@@ -70,20 +70,28 @@ func TestLSM(t *testing.T) {
 	cgA := testCgroup(t, "lsm-a")
 	cgB := testCgroup(t, "lsm-b")
 	isolated := ZonePolicy{DenyCrossZoneSignal: true, DenyCrossZonePtrace: true}
+	cgids := map[uint32]uint64{}
 	for zone, cg := range map[uint32]string{zoneA: cgA, zoneB: cgB} {
 		if err := k.SetPolicy(zone, isolated); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.AddMember(zone, cg); err != nil {
+		cgid, err := k.AddMember(zone, cg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		cgids[zone] = cgid
 	}
 	att, err := k.Attached()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
-		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable"}
+		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect"}
+	for _, zone := range []uint32{zoneA, zoneB} {
+		want = append(want, "cgroup_skb/egress cgroup="+strconv.FormatUint(cgids[zone], 10))
+	}
+	slices.Sort(att)
+	slices.Sort(want)
 	if !slices.Equal(att, want) {
 		t.Errorf("Attached() = %q, want %q", att, want)
 	}
@@ -136,6 +144,31 @@ func TestLSM(t *testing.T) {
 		inA.expect(t, "ok", "open", exe) // exec denied, reading is not
 		host.expect(t, "ok", "exec", exe)
 		if ev := denied(ControlExec, HookLSMBprmCheck); ev.Ino != exeIno {
+			t.Errorf("event: %+v", ev)
+		}
+	})
+
+	t.Run("mmap_file", func(t *testing.T) {
+		p := isolated
+		p.FileDenies = []FileDeny{{Dev: exeDev, Ino: exeIno, Mask: FileExec}}
+		setA(p)
+		// What the dynamic loader does with "ld.so /denied/binary".
+		inA.expect(t, "EACCES", "mmap-exec", exe)
+		inA.expect(t, "ok", "mmap-anon-exec") // no file: nothing to judge
+		inB.expect(t, "ok", "mmap-exec", exe)
+		host.expect(t, "ok", "mmap-exec", exe)
+		if ev := denied(ControlExec, HookLSMMmapFile); ev.Ino != exeIno {
+			t.Errorf("event: %+v", ev)
+		}
+	})
+
+	t.Run("file_mprotect", func(t *testing.T) {
+		p := isolated
+		p.FileDenies = []FileDeny{{Dev: exeDev, Ino: exeIno, Mask: FileExec}}
+		setA(p)
+		inA.expect(t, "EACCES", "mprotect-exec", exe)
+		host.expect(t, "ok", "mprotect-exec", exe)
+		if ev := denied(ControlExec, HookLSMFileMprotect); ev.Ino != exeIno {
 			t.Errorf("event: %+v", ev)
 		}
 	})
@@ -203,9 +236,16 @@ func TestLSM(t *testing.T) {
 		inA.expect(t, "EPERM", "connect", ap("::1", closed))
 		inA.expect(t, "EPERM", "connect6", ap("::ffff:127.0.0.1", closed))
 		host.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
-		own := workload{cgroup: cgA, netns: true} // its own loopback is not egress
-		own.expect(t, "ENETUNREACH", "connect", ap("127.0.0.1", closed))
-		own.expect(t, "EPERM", "connect", ap("10.11.12.13", 80))
+		// The loopback of a netns registered as the member's own is not egress.
+		holder := workload{cgroup: cgA, netns: true}.start(t)
+		ns := "/proc/" + strconv.Itoa(holder) + "/ns/net"
+		if err := k.SetMemberNetns(cgids[zoneA], ns); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "ECONNREFUSED", "in-netns", ns, "connect", ap("127.0.0.1", closed))
+		inA.expect(t, "EPERM", "in-netns", ns, "connect", ap("10.11.12.13", 80))
+		workload{cgroup: cgA, netns: true}.expect(t, "EPERM", "connect", ap("127.0.0.1", closed))
+		inA.expect(t, "EPERM", "raw", "127.0.0.2") // the packet program, on this backend too
 		if ev := denied(ControlEgress, HookLSMSocketConnect); ev.Addr.Port() != closed {
 			t.Errorf("event: %+v", ev)
 		}
@@ -249,6 +289,22 @@ func TestLSM(t *testing.T) {
 		inA.expect(t, "ok", "write", filepath.Join(sub, "cgroup.procs"), "0") // inside its own zone
 		inA.expect(t, "ok", "open", filepath.Join(cgB, "cgroup.procs"))       // reading is no escape
 		host.expect(t, "ok", "write", filepath.Join(cgB, "cgroup.procs"), "0")
+		// The guard judges the file, not the way to it: a second cgroup2
+		// mount, and a handle opened through one (open_by_handle_at, which
+		// a cgroup namespace does not stop without nsdelegate), end in the
+		// same file_open.
+		second := t.TempDir()
+		if err := unix.Mount("cgroup2", second, "cgroup2", 0, ""); err != nil {
+			t.Fatalf("mount a second cgroup2: %v", err)
+		}
+		t.Cleanup(func() { _ = unix.Unmount(second, unix.MNT_DETACH) })
+		rel, err := filepath.Rel(filepath.Dir(filepath.Dir(cgB)), cgB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "EPERM", "write", filepath.Join(second, rel, "cgroup.procs"), "0")
+		inA.expect(t, "EPERM", "write-by-handle", second, cgB, "0")
+		host.expect(t, "ok", "write-by-handle", second, cgB, "0")
 		if ev := denied(ControlCgroup, HookLSMFileOpen); !strings.HasPrefix(ev.Path, "cgroup.") || ev.TargetZone == zoneA {
 			t.Errorf("event: %+v", ev)
 		}

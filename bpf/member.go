@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // AddMember makes the tasks of a cgroup-v2 directory (and of every cgroup
-// below it) members of zone, and returns the cgroup's id. On the fallback
-// backend it first attaches and pins the egress programs to that cgroup:
-// those programs fail closed for a cgroup that is attached but not yet
-// registered, so no window lets egress through. Adding a member again to
+// below it) members of zone, and returns the cgroup's id. It first attaches
+// and pins the backend's egress programs to that cgroup: those programs
+// fail closed for a cgroup that is attached but not yet registered, so no
+// window lets egress through. Adding a member again to
 // the same zone is a no-op; moving it to another zone needs RemoveMember.
 func (k *Kernel) AddMember(zone uint32, cgroupDir string) (uint64, error) {
 	if err := checkZone(zone); err != nil {
@@ -40,10 +42,8 @@ func (k *Kernel) AddMember(zone uint32, cgroupDir string) (uint64, error) {
 		return 0, fmt.Errorf("look up cgroup %d: %w", cgid, err)
 	}
 
-	if !k.lsm {
-		if err := k.attachMember(cgroupDir, cgid); err != nil {
-			return 0, err
-		}
+	if err := k.attachMember(cgroupDir, cgid); err != nil {
+		return 0, err
 	}
 	if err := k.maps.ZoneByCgid.Update(cgid, zone, ebpf.UpdateAny); err != nil {
 		return 0, fmt.Errorf("register cgroup %d in zone %d (zone_by_cgid full?): %w", cgid, zone, err)
@@ -70,7 +70,7 @@ func (k *Kernel) linkCgroup(cgroupDir, dir string) (pinned []string, err error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pin directory %s: %w", dir, err)
 	}
-	for _, p := range backendPrograms(false) {
+	for _, p := range backendPrograms(k.lsm) {
 		if !p.perMember {
 			continue
 		}
@@ -118,6 +118,9 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 	if err := k.maps.ZoneByCgid.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("unregister cgroup %d: %w", cgid, err)
 	}
+	if err := k.maps.MemberNetns.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("forget the network namespace of cgroup %d: %w", cgid, err)
+	}
 	// The kernel detaches a cgroup's programs itself when the cgroup is
 	// removed, as a deleted container's is: then only the pins are left,
 	// and opening each link to detach it again cost five calls a program.
@@ -131,7 +134,7 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 func (k *Kernel) unpinMember(cgid uint64, cgroupRemoved bool) error {
 	dir := memberDir(k.pinDir, cgid)
 	var errs []error
-	for _, p := range backendPrograms(false) {
+	for _, p := range backendPrograms(k.lsm) {
 		if !p.perMember {
 			continue
 		}
@@ -209,6 +212,76 @@ func (k *Kernel) Members() (map[uint64]uint32, error) {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	return out, nil
+}
+
+// SetMemberNetns records the network namespace at netnsPath (a
+// /proc/PID/ns/net) as member cgid's own, shared with no task outside its
+// zone: loopback destinations there are not egress. Every other netns's
+// loopback (the host's, one joined from elsewhere) is egress like any
+// address.
+func (k *Kernel) SetMemberNetns(cgid uint64, netnsPath string) error {
+	cookie, err := NetnsCookie(netnsPath)
+	if err != nil {
+		return err
+	}
+	if err := k.maps.MemberNetns.Update(cgid, cookie, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("record the network namespace of cgroup %d (member_netns full?): %w", cgid, err)
+	}
+	return nil
+}
+
+// MemberNetns returns the cookie of the network namespace registered as
+// member cgid's own, 0 when there is none.
+func (k *Kernel) MemberNetns(cgid uint64) (uint64, error) {
+	var cookie uint64
+	err := k.maps.MemberNetns.Lookup(cgid, &cookie)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look up the network namespace of cgroup %d: %w", cgid, err)
+	}
+	return cookie, nil
+}
+
+// NetnsCookie returns the cookie by which the kernel's programs know the
+// network namespace at path: SO_NETNS_COOKIE of a socket made in it.
+func NetnsCookie(path string) (uint64, error) {
+	target, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open network namespace %s: %w", path, err)
+	}
+	defer unix.Close(target)
+	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open this thread's network namespace: %w", err)
+	}
+	defer unix.Close(self)
+
+	runtime.LockOSThread()
+	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return 0, fmt.Errorf("enter network namespace %s: %w", path, err)
+	}
+	fd, sockErr := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
+		// Still locked: the runtime ends this thread instead of reusing
+		// it in the wrong namespace.
+		if sockErr == nil {
+			unix.Close(fd)
+		}
+		return 0, fmt.Errorf("return from network namespace %s: %w", path, err)
+	}
+	runtime.UnlockOSThread()
+	if sockErr != nil {
+		return 0, fmt.Errorf("socket in network namespace %s: %w", path, sockErr)
+	}
+	defer unix.Close(fd)
+	cookie, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	if err != nil {
+		return 0, fmt.Errorf("cookie of network namespace %s (kernel 5.14 or later): %w", path, err)
+	}
+	return cookie, nil
 }
 
 func checkZone(zone uint32) error {

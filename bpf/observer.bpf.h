@@ -3,9 +3,9 @@
  * Deny observer. Landlock enforces files and exec on both backends (and
  * signals and TCP connect on the fallback) but reports nothing to us, so
  * this program turns failed syscalls of zone tasks (-EACCES/-EPERM, and
- * -EROFS from opens and metadata syscalls) into events. On the bpf-lsm backend the
- * loader keeps only its file and exec events: the LSM hooks report the rest
- * themselves.
+ * -EROFS from opens and metadata syscalls) into events. On the bpf-lsm
+ * backend the loader keeps only its file and exec events: the LSM hooks
+ * report the rest themselves.
  *
  * Only sys_exit is hooked: the arguments are read from the pt_regs the
  * kernel saved at syscall entry (syscalls do not modify them), and a failed
@@ -23,6 +23,8 @@
 #include "common.bpf.h"
 
 #define NR_open 2
+#define NR_mmap 9
+#define NR_mprotect 10
 #define NR_connect 42
 #define NR_execve 59
 #define NR_kill 62
@@ -30,8 +32,10 @@
 #define NR_tkill 200
 #define NR_tgkill 234
 #define NR_openat 257
+#define NR_memfd_create 319
 #define NR_execveat 322
 #define NR_openat2 437
+#define NR_bpf 321
 
 /* Metadata and name changes: Landlock has no right for them, so on the
  * fallback read-only mounts deny them with EROFS (libzone/fileguard.go),
@@ -58,6 +62,7 @@
 #define EROFS 30
 
 #define TS_COMPAT 0x0002
+#define PROT_EXEC 0x4
 
 struct sockaddr_in6_min {
 	__u16 family;
@@ -109,6 +114,17 @@ static __always_inline int observed_control(long nr, long ret)
 	case NR_execve:
 	case NR_execveat:
 		return CONTROL_EXEC;
+	/* The ways around execve that a zone with exec rules closes: a file on
+	 * a noexec mount mapped executable (EPERM from mmap, EACCES from
+	 * mprotect, what the dynamic loader hits) and an executable memfd
+	 * refused by vm.memfd_noexec=2 (EACCES) or seccomp (EPERM). The prot
+	 * argument is checked by the caller. */
+	case NR_mmap:
+		return ret == -EPERM ? CONTROL_EXEC : -1;
+	case NR_mprotect:
+		return ret == -EACCES ? CONTROL_EXEC : -1;
+	case NR_memfd_create:
+		return CONTROL_EXEC;
 	case NR_kill:
 	case NR_tkill:
 	case NR_tgkill:
@@ -119,8 +135,27 @@ static __always_inline int observed_control(long nr, long ret)
 		/* EPERM from connect is our own cgroup program, which already
 		 * emitted the event; Landlock's TCP denial is EACCES. */
 		return ret == -EACCES ? CONTROL_EGRESS : -1;
+	case NR_bpf:
+		/* The seccomp rule a member without CAP_BPF or CAP_SYS_ADMIN
+		 * gets (libzone/controls.go, keepsBPF): no LSM hook sees it. */
+		return ret == -EPERM ? CONTROL_CAPABILITY : -1;
 	}
 	return -1;
+}
+
+/* fd_name copies the last name of the file at fd of task into buf
+ * ("memfd:NAME" for a memfd); it leaves buf empty when there is none. */
+static __always_inline void fd_name(struct task_struct *task, int fd, char *buf)
+{
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd < 0 || fd >= (int)BPF_CORE_READ(fdt, max_fds))
+		return;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return;
+	const unsigned char *name = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+	bpf_probe_read_kernel_str(buf, PATH_LEN, name);
 }
 
 SEC("tp_btf/sys_exit")
@@ -140,6 +175,8 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	long nr = BPF_CORE_READ(regs, orig_ax);
 	int control = observed_control(nr, ret);
 	if (control < 0 || control >= NUM_CONTROLS)
+		return 0;
+	if ((nr == NR_mmap || nr == NR_mprotect) && !(BPF_CORE_READ(regs, dx) & PROT_EXEC))
 		return 0;
 
 	struct counters *c = counters_of(zone);
@@ -170,8 +207,25 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case NR_openat:
 	case NR_openat2:
-	case NR_execveat:
 		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1);
+		break;
+	case NR_execveat:
+		/* fexecve passes an empty path: name the fd's file instead. */
+		if (bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1) <= 1) {
+			e->arg = a0;
+			fd_name(task, (int)a0, e->path);
+		}
+		break;
+	case NR_mmap:
+		/* The fd is the fifth argument (r8). */
+		e->arg = BPF_CORE_READ(regs, r8);
+		fd_name(task, (int)e->arg, e->path);
+		break;
+	case NR_mprotect:
+		e->arg = a0;
+		break;
+	case NR_memfd_create:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
 		break;
 	case NR_kill:
 	case NR_tkill:
@@ -185,6 +239,9 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	case NR_ptrace:
 		e->target_pid = (__s32)a1;
 		e->arg = a0;
+		break;
+	case NR_bpf:
+		e->arg = a0; /* the bpf command */
 		break;
 	case NR_connect: {
 		/* sockaddr_in is 16 bytes: read what every family has first. */

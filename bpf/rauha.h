@@ -72,6 +72,9 @@ enum hook {
 	HOOK_LSM_SOCKET_CONNECT,
 	HOOK_LSM_SOCKET_SENDMSG,
 	HOOK_LSM_CAPABLE,
+	HOOK_LSM_MMAP_FILE,
+	HOOK_LSM_FILE_MPROTECT,
+	HOOK_SKB_EGRESS,
 };
 
 enum verdict {
@@ -127,20 +130,18 @@ struct counters {
 	__u64 dropped;                /* events lost because the ring buffer was full */
 };
 
-struct config {
-	/*
-	 * Network namespace cookie of the host (the loader's netns). Loopback
-	 * destinations are only exempt from an egress allow-list in another
-	 * netns: there lo is the container's own, not the host's. 0 = unknown,
-	 * no exemption.
-	 */
-	__u64 host_netns_cookie;
+/* Rate limit of the packet program's events, per zone and CPU: a burst of
+ * SKB_EVENT_BURST, then SKB_EVENT_RATE a second. Every drop is counted. */
+enum skb_events {
+	SKB_EVENT_BURST = 32,
+	SKB_EVENT_RATE = 4,
 };
 
 struct event {
 	__u64 ts_ns; /* CLOCK_BOOTTIME */
 	__u64 cgid;  /* cgroup-v2 id of the task */
-	__u64 arg;   /* file/exec: inode; signal: signo; ptrace: mode or request; capability: cap */
+	__u64 arg;   /* file/exec: inode; signal: signo; ptrace: mode or request; capability: cap;
+		      * egress packet: IP protocol, | 1 << 8 when source-routed or unparsable */
 	__u64 dev;   /* file/exec: kernel dev_t */
 	__u32 zone;
 	__u32 pid; /* thread id, initial pid namespace */
@@ -169,6 +170,7 @@ struct enums {
 	enum control control;
 	enum hook hook;
 	enum verdict verdict;
+	enum skb_events skb_events;
 };
 
 #endif /* RAUHA_H */

@@ -13,11 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type rauhaConfig struct {
-	_               structs.HostLayout
-	HostNetnsCookie uint64
-}
-
 type rauhaControl uint32
 
 const (
@@ -108,6 +103,9 @@ const (
 	rauhaHookHOOK_LSM_SOCKET_CONNECT rauhaHook = 10
 	rauhaHookHOOK_LSM_SOCKET_SENDMSG rauhaHook = 11
 	rauhaHookHOOK_LSM_CAPABLE        rauhaHook = 12
+	rauhaHookHOOK_LSM_MMAP_FILE      rauhaHook = 13
+	rauhaHookHOOK_LSM_FILE_MPROTECT  rauhaHook = 14
+	rauhaHookHOOK_SKB_EGRESS         rauhaHook = 15
 )
 
 type rauhaLimits uint32
@@ -149,6 +147,19 @@ const (
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 14
 )
 
+type rauhaSkbEvents uint32
+
+const (
+	rauhaSkbEventsSKB_EVENT_BURST rauhaSkbEvents = 32
+	rauhaSkbEventsSKB_EVENT_RATE  rauhaSkbEvents = 4
+)
+
+type rauhaSkbRatelimit struct {
+	_      structs.HostLayout
+	Ts     uint64
+	Tokens uint64
+}
+
 type rauhaVerdict uint32
 
 const (
@@ -165,7 +176,8 @@ const (
 	rauhaMapEgress6            = "egress6"
 	rauhaMapEvents             = "events"
 	rauhaMapFileDeny           = "file_deny"
-	rauhaMapRauhaConfig        = "rauha_config"
+	rauhaMapMemberNetns        = "member_netns"
+	rauhaMapSkbEventLimit      = "skb_event_limit"
 	rauhaMapZoneByCgid         = "zone_by_cgid"
 	rauhaMapZoneCounters       = "zone_counters"
 	rauhaMapZonePeers          = "zone_peers"
@@ -174,10 +186,13 @@ const (
 	rauhaProgEgressConnect6    = "egress_connect6"
 	rauhaProgEgressSendmsg4    = "egress_sendmsg4"
 	rauhaProgEgressSendmsg6    = "egress_sendmsg6"
+	rauhaProgEgressSkb         = "egress_skb"
 	rauhaProgObserveSysExit    = "observe_sys_exit"
 	rauhaProgZoneBprmCheck     = "zone_bprm_check"
 	rauhaProgZoneCapable       = "zone_capable"
+	rauhaProgZoneFileMprotect  = "zone_file_mprotect"
 	rauhaProgZoneFileOpen      = "zone_file_open"
+	rauhaProgZoneMmapFile      = "zone_mmap_file"
 	rauhaProgZonePtrace        = "zone_ptrace"
 	rauhaProgZoneSocketConnect = "zone_socket_connect"
 	rauhaProgZoneSocketSendmsg = "zone_socket_sendmsg"
@@ -232,10 +247,13 @@ type rauhaProgramSpecs struct {
 	EgressConnect6    *ebpf.ProgramSpec `ebpf:"egress_connect6"`
 	EgressSendmsg4    *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
 	EgressSendmsg6    *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
+	EgressSkb         *ebpf.ProgramSpec `ebpf:"egress_skb"`
 	ObserveSysExit    *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck     *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
 	ZoneCapable       *ebpf.ProgramSpec `ebpf:"zone_capable"`
+	ZoneFileMprotect  *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
 	ZoneFileOpen      *ebpf.ProgramSpec `ebpf:"zone_file_open"`
+	ZoneMmapFile      *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
 	ZonePtrace        *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
 	ZoneSocketConnect *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
@@ -246,15 +264,16 @@ type rauhaProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type rauhaMapSpecs struct {
-	Egress4      *ebpf.MapSpec `ebpf:"egress4"`
-	Egress6      *ebpf.MapSpec `ebpf:"egress6"`
-	Events       *ebpf.MapSpec `ebpf:"events"`
-	FileDeny     *ebpf.MapSpec `ebpf:"file_deny"`
-	RauhaConfig  *ebpf.MapSpec `ebpf:"rauha_config"`
-	ZoneByCgid   *ebpf.MapSpec `ebpf:"zone_by_cgid"`
-	ZoneCounters *ebpf.MapSpec `ebpf:"zone_counters"`
-	ZonePeers    *ebpf.MapSpec `ebpf:"zone_peers"`
-	ZonePolicy   *ebpf.MapSpec `ebpf:"zone_policy"`
+	Egress4       *ebpf.MapSpec `ebpf:"egress4"`
+	Egress6       *ebpf.MapSpec `ebpf:"egress6"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
+	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
+	SkbEventLimit *ebpf.MapSpec `ebpf:"skb_event_limit"`
+	ZoneByCgid    *ebpf.MapSpec `ebpf:"zone_by_cgid"`
+	ZoneCounters  *ebpf.MapSpec `ebpf:"zone_counters"`
+	ZonePeers     *ebpf.MapSpec `ebpf:"zone_peers"`
+	ZonePolicy    *ebpf.MapSpec `ebpf:"zone_policy"`
 }
 
 // rauhaVariableSpecs contains global variables before they are loaded into the kernel.
@@ -285,15 +304,16 @@ func (o *rauhaObjects) Close() error {
 //
 // It can be passed to loadRauhaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type rauhaMaps struct {
-	Egress4      *ebpf.Map `ebpf:"egress4"`
-	Egress6      *ebpf.Map `ebpf:"egress6"`
-	Events       *ebpf.Map `ebpf:"events"`
-	FileDeny     *ebpf.Map `ebpf:"file_deny"`
-	RauhaConfig  *ebpf.Map `ebpf:"rauha_config"`
-	ZoneByCgid   *ebpf.Map `ebpf:"zone_by_cgid"`
-	ZoneCounters *ebpf.Map `ebpf:"zone_counters"`
-	ZonePeers    *ebpf.Map `ebpf:"zone_peers"`
-	ZonePolicy   *ebpf.Map `ebpf:"zone_policy"`
+	Egress4       *ebpf.Map `ebpf:"egress4"`
+	Egress6       *ebpf.Map `ebpf:"egress6"`
+	Events        *ebpf.Map `ebpf:"events"`
+	FileDeny      *ebpf.Map `ebpf:"file_deny"`
+	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
+	SkbEventLimit *ebpf.Map `ebpf:"skb_event_limit"`
+	ZoneByCgid    *ebpf.Map `ebpf:"zone_by_cgid"`
+	ZoneCounters  *ebpf.Map `ebpf:"zone_counters"`
+	ZonePeers     *ebpf.Map `ebpf:"zone_peers"`
+	ZonePolicy    *ebpf.Map `ebpf:"zone_policy"`
 }
 
 func (m *rauhaMaps) Close() error {
@@ -302,7 +322,8 @@ func (m *rauhaMaps) Close() error {
 		m.Egress6,
 		m.Events,
 		m.FileDeny,
-		m.RauhaConfig,
+		m.MemberNetns,
+		m.SkbEventLimit,
 		m.ZoneByCgid,
 		m.ZoneCounters,
 		m.ZonePeers,
@@ -326,10 +347,13 @@ type rauhaPrograms struct {
 	EgressConnect6    *ebpf.Program `ebpf:"egress_connect6"`
 	EgressSendmsg4    *ebpf.Program `ebpf:"egress_sendmsg4"`
 	EgressSendmsg6    *ebpf.Program `ebpf:"egress_sendmsg6"`
+	EgressSkb         *ebpf.Program `ebpf:"egress_skb"`
 	ObserveSysExit    *ebpf.Program `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck     *ebpf.Program `ebpf:"zone_bprm_check"`
 	ZoneCapable       *ebpf.Program `ebpf:"zone_capable"`
+	ZoneFileMprotect  *ebpf.Program `ebpf:"zone_file_mprotect"`
 	ZoneFileOpen      *ebpf.Program `ebpf:"zone_file_open"`
+	ZoneMmapFile      *ebpf.Program `ebpf:"zone_mmap_file"`
 	ZonePtrace        *ebpf.Program `ebpf:"zone_ptrace"`
 	ZoneSocketConnect *ebpf.Program `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg *ebpf.Program `ebpf:"zone_socket_sendmsg"`
@@ -342,10 +366,13 @@ func (p *rauhaPrograms) Close() error {
 		p.EgressConnect6,
 		p.EgressSendmsg4,
 		p.EgressSendmsg6,
+		p.EgressSkb,
 		p.ObserveSysExit,
 		p.ZoneBprmCheck,
 		p.ZoneCapable,
+		p.ZoneFileMprotect,
 		p.ZoneFileOpen,
+		p.ZoneMmapFile,
 		p.ZonePtrace,
 		p.ZoneSocketConnect,
 		p.ZoneSocketSendmsg,

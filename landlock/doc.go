@@ -29,10 +29,10 @@
 //
 // By default everything is readable and executable. Writable non-empty
 // makes writes possible only beneath those paths (plus writing, not
-// creating, files under /dev, which /dev/null and ttys need). ReadOnly revokes writes,
-// Deny revokes everything, ExecAllow non-empty allows exec only beneath those
-// paths, ExecDeny revokes exec. The nearest rule wins; at the same path a
-// revocation wins.
+// creating, files under /dev, which /dev/null and ttys need). ReadOnly
+// revokes writes, Deny revokes everything, ExecAllow non-empty allows exec
+// only beneath those paths, ExecDeny revokes exec and reading files. The
+// nearest rule wins; at the same path a revocation wins.
 //
 // To revoke a right at a path, no ancestor may grant it, so it is granted on
 // every other entry of each ancestor instead (the sibling technique). Entries
@@ -45,8 +45,10 @@
 // Known limits: rules attach to inodes, so a hard link to a denied file in a
 // granted directory stays accessible, and denying the exec of a busybox applet
 // symlink denies busybox itself. Landlock does not check mmap(PROT_EXEC), so
-// ExecDeny does not stop "ld.so /denied/binary", and ExecAllow must include
-// the dynamic loader's directory. Below ABI 3, truncate(2) is not restricted.
+// ExecDeny also revokes reading the file (which "ld.so /denied/binary"
+// needs), but ExecAllow does not stop the loader from mapping a readable
+// binary outside the allowed paths, and ExecAllow must include the dynamic
+// loader's directory. Below ABI 3, truncate(2) is not restricted.
 // IOCTL_DEV and network rights are not used (egress is cgroup BPF's job).
 //
 // # Scoping

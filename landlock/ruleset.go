@@ -22,7 +22,10 @@ type Rules struct {
 	Deny []string
 	// ExecAllow, when non-empty, allows executing only beneath these paths.
 	ExecAllow []string
-	// ExecDeny paths cannot be executed.
+	// ExecDeny paths cannot be executed, nor read: Landlock does not check
+	// mmap(PROT_EXEC), so a readable denied binary could still be run by
+	// the dynamic loader ("ld.so /denied/binary") or a shell could read a
+	// denied script. A denied directory stays listable.
 	ExecDeny []string
 	// ScopeSignals forbids signalling processes outside the domain (ABI 6).
 	ScopeSignals bool
@@ -77,6 +80,9 @@ func newPlan(abi int, r Rules) plan {
 	}
 	if len(r.Deny) > 0 {
 		p.handled |= fs & accessRead
+	}
+	if len(r.ExecDeny) > 0 {
+		p.handled |= fs & unix.LANDLOCK_ACCESS_FS_READ_FILE
 	}
 	if r.restrictsExec() {
 		p.handled |= fs & accessExec
@@ -185,10 +191,11 @@ const (
 	catWriteFile
 	catWriteTree
 	catExec
+	catReadFile // reading files only: exec deny keeps directories listable
 	numCats
 )
 
-var catRights = [numCats]uint64{accessRead, accessWriteFile, accessWriteTree, accessExec}
+var catRights = [numCats]uint64{accessRead, accessWriteFile, accessWriteTree, accessExec, unix.LANDLOCK_ACCESS_FS_READ_FILE}
 
 type node struct {
 	name     string
@@ -276,7 +283,7 @@ func (b *builder) build(root int, r Rules) error {
 		{"read-only", r.ReadOnly, false, []category{catWriteFile, catWriteTree}},
 		{"deny", r.Deny, false, []category{catRead, catWriteFile, catWriteTree, catExec}},
 		{"exec allow", r.ExecAllow, true, []category{catExec}},
-		{"exec deny", r.ExecDeny, false, []category{catExec}},
+		{"exec deny", r.ExecDeny, false, []category{catReadFile, catExec}},
 	}
 	for _, k := range kinds {
 		for _, p := range k.paths {

@@ -217,11 +217,40 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 }
 
 // PrepareProcess wraps p in the Landlock shim when the zone has filesystem,
-// exec or scoping rules. For an init (initPid 0) the ruleset is filled in by
-// started, once the init has mounted everything (Landlock ignores rules on
-// a directory that is later mounted over); an exec'd process gets its rules
-// from the running container's root before it starts.
+// exec or scoping rules, and for the init of a zone with exec rules raises
+// vm.memfd_noexec in its new pid namespace (execroutes.go).
 func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
+	started, release, err = ke.prepareLandlock(z, cfg, p, initPid)
+	if err != nil || initPid != 0 || !hasExecRules(&z.Policy) || !memfdBySysctl(cfg) {
+		return started, release, err
+	}
+	// The init's pid namespace is new: memfds are made non-executable in it
+	// before user code runs, for the init and everything exec'd later.
+	landlockStarted := started
+	started = func(pid int) error {
+		if landlockStarted != nil {
+			if err := landlockStarted(pid); err != nil {
+				return err
+			}
+		}
+		return wrapExecErr(z, forbidMemfdExec(pid))
+	}
+	return started, release, nil
+}
+
+func wrapExecErr(z *zone.Zone, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("zone %s: %w", z.Name, err)
+}
+
+// prepareLandlock wraps p in the Landlock shim. For an init (initPid 0) the
+// ruleset is filled in by started, once the init has mounted everything
+// (Landlock ignores rules on a directory that is later mounted over); an
+// exec'd process gets its rules from the running container's root before
+// it starts.
+func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error) {
 	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
 	if initPid != 0 {
@@ -330,7 +359,7 @@ func privateNamespace(cfg *configs.Config, t configs.NamespaceType) bool {
 	return cfg.Namespaces.Contains(t) && cfg.Namespaces.PathOf(t) == ""
 }
 
-func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
+func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container, netns string) error {
 	if err := ke.joinFileDenies(z, c); err != nil {
 		return err
 	}
@@ -340,6 +369,11 @@ func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container) error {
 		return fmt.Errorf("zone %s: register container %s: %w", z.Name, c.ID, err)
 	}
 	c.CgroupID = cgid
+	if netns != "" {
+		if err := ke.k.SetMemberNetns(cgid, netns); err != nil {
+			return fmt.Errorf("zone %s: container %s: %w", z.Name, c.ID, err)
+		}
+	}
 	return nil
 }
 
@@ -393,6 +427,18 @@ func (ke *kernelEnforcer) Verify(z *zone.Zone, members []zone.Container, r *zone
 			r.Add(name, false, "cgroup id %d is registered in zone id %d, not %d", m.CgroupID, zid, z.ID)
 		} else {
 			r.Add(name, true, "cgroup id %d registered in zone id %d", m.CgroupID, zid)
+		}
+	}
+	for _, m := range members {
+		name := "container " + m.ID + ": packet egress"
+		want := "cgroup_skb/egress cgroup=" + strconv.FormatUint(m.CgroupID, 10)
+		switch {
+		case attached == nil:
+			r.Add(name, false, "attached programs unknown: %v", err)
+		case slices.Contains(attached, want):
+			r.Add(name, true, "cgroup_skb/egress judges every packet of cgroup %d", m.CgroupID)
+		default:
+			r.Add(name, false, "cgroup_skb/egress is not attached to cgroup %d: raw and ICMP sockets reach any host; run 'rauha zone reconcile'", m.CgroupID)
 		}
 	}
 	if c, err := ke.k.Counters(z.ID); err != nil {

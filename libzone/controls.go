@@ -27,6 +27,9 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 	if len(p.Syscalls.Deny) > 0 {
 		denySyscalls(cfg, p.Syscalls.Deny)
 	}
+	if !keepsBPF(cfg, p) {
+		denySyscalls(cfg, []string{"bpf"})
+	}
 	limitResources(cfg.Cgroups.Resources, &p.Resources)
 	if p.Devices.Allowed != nil {
 		filterDevices(cfg, *p.Devices.Allowed)
@@ -44,24 +47,57 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 	return conflicts
 }
 
+// keepsBPF reports whether a member may call bpf(2): only when it keeps
+// CAP_BPF or CAP_SYS_ADMIN, in its own bounding set and in the policy's
+// capability list (an absent list keeps the container's sets). Every other
+// member gets EPERM from seccomp, also for the commands the kernel allows
+// without a capability: BPF_OBJ_GET of a pinned object needs nothing but
+// the file, so a pin directory reachable from the container (a bind mount
+// of /sys/fs/bpf, an fd passed in) would hand it the maps that enforce
+// every zone. This holds in audit mode too: the maps are shared by all
+// zones of the root.
+func keepsBPF(cfg *configs.Config, p *zone.Policy) bool {
+	return keepsCap(cfg, p, "CAP_BPF") || keepsCap(cfg, p, "CAP_SYS_ADMIN")
+}
+
 // limitCapabilities keeps in every capability set of proc only what the
 // policy allows. An absent list keeps the sets; an empty one clears them.
+// A zone that restricts egress (and enforces) loses CAP_NET_RAW unless its
+// list names it: packet sockets send frames no cgroup program sees, and
+// raw sockets forge any header.
 func limitCapabilities(proc *libcontainer.Process, p *zone.Policy) {
-	if p.Capabilities.Allowed == nil || proc.Capabilities == nil {
+	if proc.Capabilities == nil {
 		return
 	}
-	allowed := map[string]bool{}
-	for _, name := range *p.Capabilities.Allowed {
-		if n, err := zone.CapabilityName(name); err == nil {
-			allowed[n] = true
+	var keep func(set []string) []string
+	switch {
+	case p.Capabilities.Allowed != nil:
+		allowed := map[string]bool{}
+		for _, name := range *p.Capabilities.Allowed {
+			if n, err := zone.CapabilityName(name); err == nil {
+				allowed[n] = true
+			}
 		}
-	}
-	keep := func(set []string) []string {
-		return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return !allowed[c] })
+		keep = func(set []string) []string {
+			return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return !allowed[c] })
+		}
+	case restrictsEgress(p):
+		keep = func(set []string) []string {
+			return slices.DeleteFunc(slices.Clone(set), func(c string) bool { return c == "CAP_NET_RAW" })
+		}
+	default:
+		return
 	}
 	c := proc.Capabilities
 	c.Bounding, c.Effective, c.Inheritable = keep(c.Bounding), keep(c.Effective), keep(c.Inheritable)
 	c.Permitted, c.Ambient = keep(c.Permitted), keep(c.Ambient)
+}
+
+// restrictsEgress reports whether a policy enforces an egress allow-list;
+// without a capability list it then takes CAP_NET_RAW (in audit mode the
+// packet program reports raw packets and lets them through).
+func restrictsEgress(p *zone.Policy) bool {
+	return p.Network.AllowedEgress != nil && p.Zone.Mode != zone.ModeAudit
 }
 
 // denySyscalls makes the named syscalls fail with EPERM. A rule the profile
@@ -127,49 +163,5 @@ func filterDevices(cfg *configs.Config, names []string) {
 			return true // a wildcard would let everything through again
 		}
 		return !ok(rule.Type, rule.Major, rule.Minor)
-	})
-}
-
-// cgroupEscapeRoutes lists what in a member's configuration would let its
-// tasks write cgroup.procs outside their own cgroup subtree. The bpf-lsm
-// backend's guard stops such a write in the kernel; the Landlock fallback has
-// no hook for it, so there the container must not be handed a route:
-//   - a writable bind mount of a cgroup hierarchy (libcontainer's own
-//     "cgroup" mounts show only the container's subtree and are not counted);
-//   - CAP_SYS_ADMIN, kept by the policy, without a private cgroup namespace:
-//     it can mount the whole hierarchy itself.
-//
-// Leaving a cgroup escapes the cgroup-bound controls (egress programs, device
-// rules, limits); the Landlock domain and seccomp filter stay with the task.
-func cgroupEscapeRoutes(cfg *configs.Config, p *zone.Policy) []string {
-	var routes []string
-	for _, m := range cfg.Mounts {
-		if !m.IsBind() || m.Flags&unix.MS_RDONLY != 0 {
-			continue
-		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(m.Source, &st); err != nil {
-			continue // libcontainer fails the mount itself
-		}
-		if st.Type == unix.CGROUP_SUPER_MAGIC || st.Type == unix.CGROUP2_SUPER_MAGIC {
-			routes = append(routes, fmt.Sprintf("cgroup escape guard: %s is a writable mount of the cgroup hierarchy %s (mount it read-only)", m.Destination, m.Source))
-		}
-	}
-	if keepsCapability(cfg, p, "CAP_SYS_ADMIN") && !cfg.Namespaces.Contains(configs.NEWCGROUP) {
-		routes = append(routes, "cgroup escape guard: CAP_SYS_ADMIN without a cgroup namespace can mount the whole cgroup hierarchy (add a cgroup namespace or drop the capability)")
-	}
-	return routes
-}
-
-// keepsCapability reports whether the member's init may hold capability c
-// (CAP_ spelling): its bounding set has it and the policy does not take it.
-func keepsCapability(cfg *configs.Config, p *zone.Policy, c string) bool {
-	if cfg.Capabilities == nil || !slices.Contains(cfg.Capabilities.Bounding, c) {
-		return false
-	}
-	a := p.Capabilities.Allowed
-	return a == nil || slices.ContainsFunc(*a, func(name string) bool {
-		n, err := zone.CapabilityName(name)
-		return err == nil && n == c
 	})
 }

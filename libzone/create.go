@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	"github.com/sirupsen/logrus"
 
@@ -120,8 +121,19 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	z := adm.zone
 	policy := &z.Policy
 	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
+	conflicts = append(conflicts, execRoutes(config, policy)...)
+	conflicts = append(conflicts, loaderRoutes(config, policy)...)
+	routes, err := admitEscapeRoutes(config, policy, e.root, enf.Backend() == BackendLSM)
+	if err != nil {
+		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
+	}
+	conflicts = append(conflicts, routes...)
+	shared, err := e.sharedPidNSConflicts(z, config, enf.Backend() == BackendLSM)
+	if err != nil {
+		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
+	}
+	conflicts = append(conflicts, shared...)
 	if enf.Backend() != BackendLSM {
-		conflicts = append(conflicts, cgroupEscapeRoutes(config, policy)...)
 		conflicts = append(conflicts, fileGuardRoutes(config, policy)...)
 	}
 	if len(conflicts) > 0 {
@@ -140,6 +152,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 	if err := enf.PrepareConfig(z, config); err != nil {
 		return -1, err
+	}
+	if err := closeExecRoutes(config, policy); err != nil {
+		return -1, fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
 	}
 	// The stored policy, not the one admission read: a zone update may have
 	// made it stricter since.
@@ -194,7 +209,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 					return err
 				}
 			}
-			cgid, err := e.joinZone(enf, lc, adm)
+			cgid, err := e.joinZone(enf, lc, adm, config, pid)
 			if err != nil {
 				return err
 			}
@@ -220,7 +235,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 
 // joinZone makes the container's cgroup a member of its zone and returns the
 // cgroup v2 id that identifies it to the kernel.
-func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission) (uint64, error) {
+func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission, cfg *configs.Config, pid int) (uint64, error) {
 	st, err := lc.State()
 	if err != nil {
 		return 0, fmt.Errorf("container %s: %w", lc.ID(), err)
@@ -234,7 +249,11 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
 	}
 	adm.rec.CgroupPath = "/" + rel
-	if err := enf.Join(adm.zone, adm.rec); err != nil {
+	netns, err := ownNetns(cfg, pid)
+	if err != nil {
+		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+	}
+	if err := enf.Join(adm.zone, adm.rec, netns); err != nil {
 		return 0, err
 	}
 	return adm.rec.CgroupID, nil

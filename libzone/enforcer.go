@@ -37,8 +37,10 @@ type Enforcer interface {
 	// code; release once it has started or failed to.
 	PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int) (started func(pid int) error, release func(), err error)
 	// Join registers a member's cgroup with the zone. The member's init
-	// exists and waits on the exec fifo: no user code has run.
-	Join(z *zone.Zone, c *zone.Container) error
+	// exists and waits on the exec fifo: no user code has run. netns, when
+	// not empty, is the member's network namespace that no task outside it
+	// shares (ownNetns): loopback there is not egress.
+	Join(z *zone.Zone, c *zone.Container, netns string) error
 	// Leave removes a member from the kernel's view of the zone.
 	Leave(z *zone.Zone, c *zone.Container) error
 	// Remove deletes every piece of kernel state of a zone.

@@ -22,7 +22,7 @@ func Features(version string) *features.Features {
 		MountOptions:  specconv.KnownMountOptions(),
 		Annotations: map[string]string{
 			"org.rauha.version":            version,
-			"org.rauha.annotation.zone":    AnnotationZone + ": name of the zone the container joins (default: a zone of its own named after the container)",
+			"org.rauha.annotation.zone":    AnnotationZone + ": name of the zone the container joins; it must exist unless org.rauha.policy names the policy to create it with (default: a zone of its own named after the container)",
 			"org.rauha.annotation.policy":  AnnotationPolicy + ": preset (strict, standard, privileged, audit) or policy file for a new zone",
 			"org.rauha.checkpoint.enabled": "false",
 		},

@@ -1,9 +1,15 @@
 package libzone
 
 import (
+	"cmp"
 	"fmt"
+	"os"
 	"strconv"
+	"syscall"
 	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/zone"
@@ -15,6 +21,30 @@ const (
 	drainBatch    = 8192
 	drainDeadline = time.Second
 )
+
+// ControlResources names the events of updates refused because they would
+// raise a limit above the zone's [resources]. The engine decides those, not
+// the kernel, so they have no kernel counter.
+const ControlResources = "resources"
+
+// recordDenial appends a deny the engine itself decided to the zone's event
+// log, dated now and attributed to this rauha process. A failure to record
+// is logged: the refusal stands either way.
+func (e *Engine) recordDenial(ev zone.Event) {
+	ev.Decision = zone.DecisionDeny
+	ev.Pid = os.Getpid()
+	ev.Comm = "rauha"
+	// The backend the root's programs were installed with (none yet: "").
+	switch lsm, known := bpf.InstalledBackend(bpfPinDir(e.root)); {
+	case known && lsm:
+		ev.Backend = BackendLSM
+	case known:
+		ev.Backend = BackendLandlock
+	}
+	if err := zone.NewEventLog(e.root).Append(ev.Zone, ev); err != nil {
+		logrus.Warnf("record the %s deny of zone %s: %v", ev.Control, ev.Zone, err)
+	}
+}
 
 // ControlCounters are one control's counters of a zone.
 type ControlCounters struct {
@@ -134,14 +164,26 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 	switch ev.Control {
 	case bpf.ControlEgress:
 		ze.Object = ev.Addr.String()
+		if ev.Hook == bpf.HookSkbEgress {
+			ze.Object = packetObject(ev)
+		}
 	case bpf.ControlSignal:
 		ze.Object = fmt.Sprintf("signal %d to pid %d", ev.Arg, ev.TargetPid)
 	case bpf.ControlPtrace:
 		ze.Object = fmt.Sprintf("ptrace pid %d", ev.TargetPid)
 	case bpf.ControlCapability:
-		ze.Object = capabilityName(ev.Arg)
+		if ev.Hook == bpf.HookSysExit {
+			// The observer: bpf(2) denied by the seccomp rule of a member
+			// without CAP_BPF or CAP_SYS_ADMIN (controls.go, keepsBPF).
+			ze.Object = fmt.Sprintf("bpf(2) command %d without CAP_BPF or CAP_SYS_ADMIN", ev.Arg)
+		} else {
+			ze.Object = capabilityName(ev.Arg)
+		}
 	default:
 		ze.Object = ev.Path
+		if ev.Control == bpf.ControlExec && ev.Verdict == bpf.VerdictObserved {
+			ze.Object = execRouteObject(ev)
+		}
 		if ze.Object == "" && ev.Ino != 0 {
 			ze.Object = files[ev.Zone][inodeKey(ev.Dev, ev.Ino)]
 		}
@@ -158,6 +200,39 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 	return ze
 }
 
+// packetObject names a packet the egress packet program dropped: "packet
+// 10.0.0.2 icmp", "packet [::1]:53 udp", "packet 10.0.0.2:7 udp
+// source-routed". A port is shown only where the protocol has one.
+func packetObject(ev bpf.Event) string {
+	dst := ev.Addr.String()
+	if ev.Addr.Port() == 0 {
+		dst = ev.Addr.Addr().String()
+	}
+	s := "packet " + dst + " " + ipProtoName(ev.Proto)
+	if ev.SourceRouted {
+		s += " source-routed"
+	}
+	return s
+}
+
+func ipProtoName(p uint8) string {
+	switch p {
+	case unix.IPPROTO_ICMP:
+		return "icmp"
+	case unix.IPPROTO_TCP:
+		return "tcp"
+	case unix.IPPROTO_UDP:
+		return "udp"
+	case unix.IPPROTO_ICMPV6:
+		return "icmpv6"
+	case unix.IPPROTO_SCTP:
+		return "sctp"
+	case unix.IPPROTO_RAW:
+		return "raw"
+	}
+	return "proto " + strconv.Itoa(int(p))
+}
+
 // Stats reads the zone's counters from the kernel.
 func (ke *kernelEnforcer) Stats(z *zone.Zone) (*ZoneStats, error) {
 	c, err := ke.k.Counters(z.ID)
@@ -171,4 +246,35 @@ func (ke *kernelEnforcer) Stats(z *zone.Zone) (*ZoneStats, error) {
 		})
 	}
 	return s, nil
+}
+
+// The observer's x86_64 syscall numbers of the exec routes other than
+// execve (bpf/observer.bpf.h).
+const (
+	sysMmap        = 9
+	sysMprotect    = 10
+	sysMemfdCreate = 319
+	sysExecveat    = 322
+)
+
+// execRouteObject names what a failed exec-route syscall tried to run: the
+// file mapped or executed through an fd (its last name: the observer has no
+// full path for an fd), or the memfd that could not be created.
+func execRouteObject(ev bpf.Event) string {
+	switch ev.Syscall {
+	case sysMmap:
+		return "mmap PROT_EXEC of " + cmp.Or(ev.Path, fmt.Sprintf("fd %d", int32(ev.Arg)))
+	case sysMprotect:
+		return fmt.Sprintf("mprotect PROT_EXEC at %#x", ev.Arg)
+	case sysMemfdCreate:
+		if ev.Errno == syscall.EACCES {
+			return "memfd_create MFD_EXEC " + ev.Path // refused by vm.memfd_noexec=2
+		}
+		return "memfd_create " + ev.Path
+	case sysExecveat:
+		if ev.Arg != 0 {
+			return "execveat fd " + cmp.Or(ev.Path, strconv.FormatUint(ev.Arg, 10))
+		}
+	}
+	return ev.Path
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/sirupsen/logrus"
 
 	"github.com/rauha-runtime/rauha/bpf"
@@ -109,7 +111,15 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		}
 		z := &zone.Zone{Name: r.Zone, ID: zoneID[r.Zone]}
 		old := r.CgroupID
-		if err := enf.Join(z, r); err != nil {
+		// A namespace libcontainer made for the container is still its
+		// own; whether a joined one is can no longer be told from the
+		// processes in it (the container's own are there now), so its
+		// registration stays as Join left it, or absent (fail closed).
+		netns := ""
+		if cfg := c.lc.Config(); privateNamespace(&cfg, configs.NEWNET) && r.Pid > 0 {
+			netns = "/proc/" + strconv.Itoa(r.Pid) + "/ns/net"
+		}
+		if err := enf.Join(z, r, netns); err != nil {
 			errs = append(errs, err)
 			continue
 		}

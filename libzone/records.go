@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -63,6 +64,12 @@ func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]str
 		switch {
 		case errors.Is(err, zone.ErrNotFound):
 			if wanted == nil {
+				if annotations[AnnotationZone] != "" {
+					// A zone named by annotation is the operator's: a typo,
+					// or a zone whose create was refused, must not run the
+					// workload under a policy nobody chose.
+					return errNoSuchZone(name)
+				}
 				if wanted, err = zone.Preset("standard"); err != nil {
 					return err
 				}
@@ -92,6 +99,13 @@ func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]str
 		return nil, fmt.Errorf("record container %s in zone %s: %w", id, name, err)
 	}
 	return a, nil
+}
+
+// errNoSuchZone is the refusal of a container that names a zone nobody
+// created and no policy to create it with.
+func errNoSuchZone(name string) error {
+	return fmt.Errorf("zone %s does not exist: create it first with 'rauha zone create %s --preset %s' or 'rauha zone create %s --policy FILE', or name its policy in the annotation %s",
+		name, name, strings.Join(zone.PresetNames(), "|"), name, AnnotationPolicy)
 }
 
 // markCreated completes the record once the container's init is a zone

@@ -1,16 +1,36 @@
 package libzone
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
+
+	"github.com/rauha-runtime/rauha/zone"
 )
 
 // Update applies new cgroup limits to a running container. Fields left nil
 // in r keep their current value (runc's update semantics).
+// A limit above the container's zone is refused (limits.go) and recorded as
+// a "resources" deny event; nothing is changed then.
 func (c *Container) Update(r *specs.LinuxResources) error {
+	z, err := c.e.memberZone(c.ID())
+	if err != nil {
+		return err
+	}
+	if over := limitsAbove(r, &z.Policy.Resources); len(over) > 0 {
+		c.e.recordDenial(zone.Event{
+			Zone:      z.Name,
+			Container: c.ID(),
+			Control:   ControlResources,
+			Object:    strings.Join(over, "; "),
+		})
+		return fmt.Errorf("zone %s refuses the update of container %s: %s (the zone's [resources] are ceilings: lower limits are allowed; to raise one, change the zone with 'rauha zone update %s --policy FILE')",
+			z.Name, c.ID(), strings.Join(over, "; "), z.Name)
+	}
 	cfg := c.lc.Config()
 	res := cfg.Cgroups.Resources
 	if m := r.Memory; m != nil {

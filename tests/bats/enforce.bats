@@ -113,7 +113,11 @@ ev_is() {
 @test "exec deny: a denied binary fails with 126 and an exec event, other binaries run" {
 	mkdir -p "$(bundle_dir b)/rootfs/usr/local/bin"
 	cp "$BUSYBOX" "$(bundle_dir b)/rootfs/usr/local/bin/denyme"
+	# writable_paths: with a writable root and none, a copy of the denied
+	# binary could run anywhere (execroutes.bats), and admission refuses.
 	in_zone b noexec "$(policy noexec <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
 		[exec]
 		deny = ["/usr/local/bin/denyme"]
 	EOF
@@ -136,6 +140,8 @@ ev_is() {
 	mkdir -p "$(bundle_dir b)/rootfs/usr/local/bin"
 	cp "$BUSYBOX" "$(bundle_dir b)/rootfs/usr/local/bin/elsewhere"
 	in_zone b onlybin "$(policy onlybin <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
 		[exec]
 		allow = ["/bin"]
 	EOF

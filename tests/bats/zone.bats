@@ -125,6 +125,42 @@ check_failed() {
 	return 0
 }
 
+@test "a zone named by annotation must exist unless the bundle names its policy: a typo does not unconfine" {
+	rt zone create web --preset strict >/dev/null
+	# A typo in the zone name: refused, with how to create the zone.
+	in_zone b wbe
+	rrun rt run -d --bundle "$(bundle_dir b)" typo
+	assert_error_line "zone wbe does not exist: create it first with 'rauha zone create wbe --preset strict\|standard\|privileged\|audit' or 'rauha zone create wbe --policy FILE', or name its policy in the annotation org.rauha.policy"
+	assert_nothing_left typo
+	zone_exists wbe && fail "a zone was made for the typo"
+
+	# The operator's zone create was refused (strict admission, a control
+	# this kernel cannot give): the containers meant for it are refused too.
+	rrun rt zone create --policy "$(policy needszones <<-'EOF'
+		[zone]
+		admission = "strict"
+		[network]
+		allowed_zones = ["x"]
+	EOF
+	)" jail
+	assert_failure
+	in_zone b jail
+	rrun rt run -d --bundle "$(bundle_dir b)" meant-for-jail
+	assert_error_line "zone jail does not exist: create it first"
+	assert_nothing_left meant-for-jail
+	zone_exists jail && fail "zone jail exists"
+
+	# The zone that exists is joined; a bundle naming a policy creates its zone.
+	in_zone b web
+	run_ct w1 b
+	make_bundle b2
+	in_zone b2 fresh standard
+	run_ct f1 b2
+	rrun rt zone inspect fresh
+	assert_success
+	jq -e '.policy_source == "preset:standard" and (.implicit | not)' <<<"$stdout" >/dev/null || fail "zone fresh: $stdout"
+}
+
 @test "admission audit: the container starts and verify names the unavailable control (exit 1)" {
 	in_zone b lenient "$(policy lenient <<-'EOF'
 		[zone]

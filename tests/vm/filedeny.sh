@@ -27,7 +27,12 @@ rt() { "$RT" --root "$R" "$@"; }
 
 command -v "$RT" >/dev/null || { echo "FILEDENY: FAIL ($RT not in the guest; pass VM_BINS=/path/to/rauha)"; exit 1; }
 
-mkdir -p $B/rootfs/bin $B/rootfs/etc $B/rootfs/proc $B/rootfs/sys $B/rootfs/dev $B/rootfs/tmp
+mkdir -p $B/rootfs/bin $B/rootfs/etc $B/rootfs/proc $B/rootfs/sys $B/rootfs/dev $B/rootfs/tmp $B/rootfs/run
+# The init reports through a writable bind mount: the root is read-only, as
+# a zone with exec rules needs (a writable one would let a copy of the
+# denied binary run).
+statedir=/tmp/fdstate
+mkdir -p $statedir
 cp /usr/bin/busybox $B/rootfs/bin/busybox
 for a in $(/usr/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox $B/rootfs/bin/$a; done
 # An executable of its own: a busybox applet is the busybox inode.
@@ -44,17 +49,17 @@ cat >$B/rootfs/loop.sh <<'IN'
 while :; do
 	if read x </etc/secret 2>/dev/null; then o=open; else o=denied; fi
 	/bin/tool true 2>/dev/null; e=$?
-	echo "open=$o exec=$e" >/state.tmp && mv /state.tmp /state
+	echo "open=$o exec=$e" >/run/state.tmp && mv /run/state.tmp /run/state
 	sleep 0.5
 done
 IN
 chmod +x $B/rootfs/loop.sh
-rootpath=rootfs rootdir=$B/rootfs
+rootpath=rootfs
 if [ "${FILEDENY_OVERLAY:-0}" = 1 ]; then
 	mkdir -p /tmp/ov/upper /tmp/ov/work /tmp/ov/merged
 	mount -t overlay overlay -o lowerdir=$B/rootfs,upperdir=/tmp/ov/upper,workdir=/tmp/ov/work /tmp/ov/merged ||
 		{ echo "FILEDENY: FAIL (no overlayfs: VM_MODULES=overlay)"; exit 1; }
-	rootpath=/tmp/ov/merged rootdir=/tmp/ov/merged
+	rootpath=/tmp/ov/merged
 	echo "== overlayfs root: $(stat -c 'dev %d' /tmp/ov/merged/etc/secret), lower $(stat -c 'dev %d' $B/rootfs/etc/secret)"
 fi
 cat >$B/config.json <<'IN'
@@ -67,12 +72,13 @@ cat >$B/config.json <<'IN'
     "capabilities": {"bounding": ["CAP_KILL"], "effective": ["CAP_KILL"], "permitted": ["CAP_KILL"]},
     "noNewPrivileges": true
   },
-  "root": {"path": "ROOTPATH", "readonly": false},
+  "root": {"path": "ROOTPATH", "readonly": true},
   "hostname": "fd",
   "annotations": {"org.rauha.zone": "fd"},
   "mounts": [
     {"destination": "/proc", "type": "proc", "source": "proc"},
-    {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]}
+    {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
+    {"destination": "/run", "type": "bind", "source": "STATEDIR", "options": ["rbind", "rw"]}
   ],
   "linux": {
     "cgroupsPath": "/rauha-filedeny/c1",
@@ -81,7 +87,7 @@ cat >$B/config.json <<'IN'
   }
 }
 IN
-sed -i "s|ROOTPATH|$rootpath|" $B/config.json
+sed -i -e "s|ROOTPATH|$rootpath|" -e "s|STATEDIR|$statedir|" $B/config.json
 policy() { # policy FILE MODE DENY?
 	{
 		printf '[zone]\nmode = "%s"\nadmission = "strict"\n' "$2"
@@ -98,11 +104,11 @@ policy /tmp/audit.toml audit deny
 state() {
 	local i
 	for i in $(seq 1 30); do
-		rm -f $rootdir/state
+		rm -f $statedir/state
 		sleep 0.6
-		[ "$(cat $rootdir/state 2>/dev/null)" = "$1" ] && return 0
+		[ "$(cat $statedir/state 2>/dev/null)" = "$1" ] && return 0
 	done
-	echo "    state: $(cat $rootdir/state 2>/dev/null), want $1" >&2
+	echo "    state: $(cat $statedir/state 2>/dev/null), want $1" >&2
 	return 1
 }
 events() { rt zone events $Z --format json 2>/dev/null; }

@@ -87,16 +87,17 @@ policy() {
 	echo "$W/$1.toml"
 }
 
-# bundle ID ZONE POLICY [hostpid] [hostnet] [cgmount]: write the bundle of
+# bundle ID ZONE POLICY [hostpid] [hostnet] [cgmount] [netraw]: write the bundle of
 # container ID (the shared read-only busybox rootfs, `sleep 3600`).
 bundle() {
-	local id=$1 zone=$2 pol=$3 ns='"pid", "network", "ipc", "uts", "mount"' mounts='' opt
+	local id=$1 zone=$2 pol=$3 ns='"pid", "network", "ipc", "uts", "mount"' mounts='' caps='"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"' opt
 	shift 3
 	for opt in "$@"; do
 		case $opt in
 		hostpid) ns=${ns/\"pid\", /} ;;
 		hostnet) ns=${ns/\"network\", /} ;;
 		cgmount) mounts=', {"destination": "/mnt/cg", "type": "bind", "source": "/sys/fs/cgroup", "options": ["rbind", "rw"]}' ;;
+		netraw) caps="$caps, \"CAP_NET_RAW\"" ;;
 		esac
 	done
 	local nslist='' x
@@ -112,9 +113,9 @@ bundle() {
 		    "env": ["PATH=/usr/local/bin:/usr/bin:/bin"],
 		    "cwd": "/",
 		    "capabilities": {
-		      "bounding": ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"],
-		      "effective": ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"],
-		      "permitted": ["CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"]
+		      "bounding": [$caps],
+		      "effective": [$caps],
+		      "permitted": [$caps]
 		    },
 		    "noNewPrivileges": true
 		  },
@@ -198,7 +199,7 @@ check_backend() {
 	verify_zone open || return 1
 	local want
 	if [ "$BACKEND" = bpf-lsm ]; then
-		want='lsm/file_open lsm/bprm_check_security lsm/ptrace_access_check lsm/task_kill lsm/socket_connect lsm/socket_sendmsg lsm/capable'
+		want='lsm/file_open lsm/bprm_check_security lsm/ptrace_access_check lsm/task_kill lsm/socket_connect lsm/socket_sendmsg lsm/capable lsm/mmap_file lsm/file_mprotect'
 	else
 		want='tp_btf/sys_exit'
 	fi
@@ -248,6 +249,21 @@ check_egress_udp() {
 	# socket: the sendmsg hook (cgroup/sendmsg4 on the fallback), not connect.
 	expect_fail "sendto: Operation not permitted" rt exec eg sh -c "cd /tmp && tftp -g -r f 127.0.0.2 $OK_PORT" || return 1
 	has_event egress '"control": *"egress"' '"comm": *"tftp"' "\"object\": *\"127.0.0.2:$OK_PORT"
+}
+
+check_egress_raw() {
+	# The host reaches its loopback with a raw ICMP socket; the zone keeps
+	# CAP_NET_RAW (its policy lists it) and the packet program drops it
+	# (bpf-lsm: lsm/socket_sendmsg judges the address passed first).
+	expect_ok busybox ping -c1 -W2 127.0.0.1 || return 1
+	expect_fail "sendto: Operation not permitted" rt exec rp ping -c1 -W2 127.0.0.1 || return 1
+	has_event rawping '"control": *"egress"' '"object": *"(packet 127.0.0.1 icmp|127.0.0.1:0) ' '"container": *"rp"' || return 1
+	r rt zone verify rawping --format json
+	printf '%s' "$out" | tr -d '\n' | grep -Eq '"name": *"container rp: packet egress", *"passed": *true' ||
+		fail "verify does not pass the packet program of rp: $out" || return 1
+	# CAP_NET_RAW also opens packet sockets, which no program judges.
+	printf '%s' "$out" | tr -d '\n' | grep -Eq '"name": *"container rp: packet sockets", *"passed": *false' ||
+		fail "verify does not flag the packet sockets of rp: $out"
 }
 
 check_live_update() {
@@ -409,6 +425,12 @@ setup() {
 		[capabilities]
 		allowed = []
 	EOF
+	policy rawping >/dev/null <<-'EOF'
+		[capabilities]
+		allowed = ["NET_RAW"]
+		[network]
+		allowed_egress = []
+	EOF
 	start open open privileged &&
 		start fs locked "$W/locked.toml" &&
 		start ex noexec "$W/noexec.toml" &&
@@ -417,7 +439,8 @@ setup() {
 		start a2 sa privileged hostpid &&
 		start b1 sb privileged hostpid &&
 		{ [ "$BACKEND" != bpf-lsm ] || start ce jail "$W/jail.toml" hostnet cgmount; } &&
-		start nocap nocaps "$W/nocaps.toml"
+		start nocap nocaps "$W/nocaps.toml" &&
+		start rp rawping "$W/rawping.toml" hostnet netraw
 }
 
 cleanup() {
@@ -438,13 +461,14 @@ mkdir -p "$W"
 HOST_SLEEP=
 start_s=$(cut -d. -f1 /proc/uptime)
 echo "# rauha matrix: $("$RAUHA" --version | head -n1), kernel $(uname -r), lsm=$(cat /sys/kernel/security/lsm), expecting backend $BACKEND"
-t "setup: the containers of the matrix start (nine in eight zones; no cgroup-escape one on the fallback)" setup
+t "setup: the containers of the matrix start (ten in nine zones; no cgroup-escape one on the fallback)" setup
 t "backend: zone verify reports $BACKEND with its programs attached" check_backend
 t "filesystem deny: EACCES and a file event in the zone, readable from the host and another zone" check_file_deny
 t "exec deny: exit 126 and an exec event, runs in another zone" check_exec_deny
 t "egress IPv4 connect: EPERM and an egress event, the allowed port and the host pass" check_egress_v4
 t "egress IPv6 connect: EPERM and an egress event, the allowed port passes" check_egress_v6
 t "egress UDP sendto: EPERM and an egress event" check_egress_udp
+t "egress raw socket: the packet program drops an ICMP echo to the host's loopback, with an event" check_egress_raw
 t "zone update flips a running container's egress both ways" check_live_update
 if [ "$BACKEND" != bpf-lsm ] && ! scope_signals; then
 	t "signals: strict admission refuses a container sharing the host pid namespace (Landlock ABI < 6 cannot scope signals), audit admission warns" check_signals
