@@ -46,7 +46,6 @@ func bpfPinDir(root string) string {
 type kernelEnforcer struct {
 	k     *bpf.Kernel
 	store *zone.Store
-	root  string // the state root (fileguard.go keeps its mask file there)
 }
 
 // enforcer opens the kernel side of this root: the pinned programs and maps,
@@ -65,7 +64,7 @@ func (e *Engine) enforcer() (Enforcer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zone enforcement: %w", err)
 	}
-	ke := &kernelEnforcer{k: k, store: e.store, root: e.root}
+	ke := &kernelEnforcer{k: k, store: e.store}
 	if !known {
 		// Fresh pins under an existing store mean the kernel lost its state
 		// (a reboot, or someone removed the pins): restore every zone and
@@ -204,7 +203,7 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 	if !ke.k.LSM() {
 		// Mounts and seccomp hold what Landlock has no right for
 		// (fileguard.go).
-		if err := ke.guardFiles(&z.Policy, cfg); err != nil {
+		if err := guardFiles(&z.Policy, cfg); err != nil {
 			return fmt.Errorf("zone %s: %w", z.Name, err)
 		}
 	}

@@ -22,8 +22,9 @@ package libzone
 //     (libcontainer's maskedPaths): nothing beneath it has a name any more,
 //     unix sockets included (connect: ENOENT).
 //   - a deny path that does not exist at create, in a directory that does,
-//     gets an empty read-only file bound on it: nothing can be created
-//     there later, by the container or by the host through the bundle.
+//     gets the null device bound on it read-only and nodev (open: EACCES):
+//     nothing can be created there later, by the container or by the host
+//     through the bundle.
 //   - other names of a denied inode already in the image (hard links) are
 //     found at create and denied, in Landlock and by the mounts above.
 //   - open_by_handle_at fails with EPERM in a zone with deny rules: a
@@ -61,13 +62,15 @@ const deniedLinksLabel = "org.rauha.denied-links"
 // a denied inode that has more than one.
 const maxLinkScan = 200000
 
-// denyMaskName is the empty read-only file, in the state root, bound on
-// deny paths that do not exist at create.
-const denyMaskName = "deny-mask"
+// denyMask is bound, read-only and nodev, on deny paths that do not exist
+// at create: a device node on a nodev mount cannot be opened (EACCES), and
+// a read-only mount refuses every change (EROFS). The host's null device is
+// used because it is there on every host and shows nothing of it.
+const denyMask = "/dev/null"
 
 // guardFiles adds to cfg the mounts that hold p's read_only and deny rules
 // where Landlock has no right for it (see the top of this file).
-func (ke *kernelEnforcer) guardFiles(p *zone.Policy, cfg *configs.Config) error {
+func guardFiles(p *zone.Policy, cfg *configs.Config) error {
 	fs := p.Filesystem
 	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
 		return nil
@@ -106,7 +109,7 @@ func (ke *kernelEnforcer) guardFiles(p *zone.Policy, cfg *configs.Config) error 
 			// exists at start (readonlyPath skips what does not).
 			appendNew(&cfg.ReadonlyPaths, d)
 		case st == nil:
-			if err := ke.maskMissing(root, cfg, d); err != nil {
+			if err := maskMissing(root, cfg, d); err != nil {
 				return fmt.Errorf("filesystem.deny %s: %w", d, err)
 			}
 		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
@@ -265,56 +268,26 @@ func statInContainer(root int, cfg *configs.Config, p string) (st *unix.Stat_t, 
 	return &s, true, nil
 }
 
-// maskMissing binds the empty read-only mask file on deny path p, which
+// maskMissing binds the read-only null device on deny path p, which
 // does not exist, when its directory does (libcontainer creates the mount
 // point): nothing can be created at p afterwards. A path whose directory
 // is missing too is left alone: verify reports it as not masked.
-func (ke *kernelEnforcer) maskMissing(root int, cfg *configs.Config, p string) error {
+func maskMissing(root int, cfg *configs.Config, p string) error {
 	parent, ok, err := statInContainer(root, cfg, path.Dir(p))
 	if err != nil || !ok || parent == nil || parent.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return err
 	}
-	mask, err := ke.denyMask()
-	if err != nil {
-		return err
+	var st unix.Stat_t
+	if err := unix.Stat(denyMask, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
+		return fmt.Errorf("%s is not the null device: cannot mask %s", denyMask, p)
 	}
 	cfg.Mounts = append(cfg.Mounts, &configs.Mount{
-		Source:      mask,
+		Source:      denyMask,
 		Destination: p,
 		Device:      "bind",
 		Flags:       unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
 	})
 	return nil
-}
-
-// denyMask returns the mask file of this root, creating it when missing.
-func (ke *kernelEnforcer) denyMask() (string, error) {
-	if ke.root == "" {
-		return "", errors.New("no state root to keep the deny mask in")
-	}
-	p := filepath.Join(ke.root, denyMaskName)
-	fi, err := os.Lstat(p)
-	if err == nil && fi.Mode().IsRegular() && fi.Size() == 0 && fi.Mode().Perm() == 0 {
-		return p, nil
-	}
-	if err == nil {
-		if err := os.Remove(p); err != nil {
-			return "", fmt.Errorf("replace %s: %w", p, err)
-		}
-	}
-	tmp, err := os.CreateTemp(ke.root, denyMaskName+".*")
-	if err != nil {
-		return "", fmt.Errorf("create the deny mask: %w", err)
-	}
-	tmp.Close()
-	if err := os.Chmod(tmp.Name(), 0); err == nil {
-		err = os.Rename(tmp.Name(), p)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("create the deny mask %s: %w", p, err)
-	}
-	return p, nil
 }
 
 type inodeID struct{ dev, ino uint64 }

@@ -250,7 +250,7 @@ check_passed() {
 	# Nor can a process of the container create or replace it.
 	rexec zoned sh -c 'echo x >/data/later'
 	assert_failure 1
-	assert_match "$stderr" "can't create /data/later: Read-only file system"
+	assert_match "$stderr" "can't create /data/later: Permission denied"
 	rexec zoned rm -f /data/later
 	assert_failure 1
 	assert_match "$stderr" "can't remove '/data/later': Device or resource busy"
