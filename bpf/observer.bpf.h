@@ -2,9 +2,10 @@
 /*
  * Deny observer. Landlock enforces files and exec on both backends (and
  * signals and TCP connect on the fallback) but reports nothing to us, so
- * this program turns failed syscalls of zone tasks (-EACCES/-EPERM) into
- * events. On the bpf-lsm backend the loader keeps only its file and exec
- * events: the LSM hooks report the rest themselves.
+ * this program turns failed syscalls of zone tasks (-EACCES/-EPERM, and
+ * -EROFS from opens and metadata syscalls) into events. On the bpf-lsm
+ * backend the loader keeps only its file and exec events: the LSM hooks
+ * report the rest themselves.
  *
  * Only sys_exit is hooked: the arguments are read from the pt_regs the
  * kernel saved at syscall entry (syscalls do not modify them), and a failed
@@ -39,6 +40,29 @@
 #define NR_execveat 322
 #define NR_openat2 437
 #define NR_bpf 321
+
+/* Metadata and name changes: Landlock has no right for them, so on the
+ * fallback read-only mounts deny them with EROFS (libzone/fileguard.go),
+ * as they deny a write open before Landlock sees it. */
+#define NR_link 86
+#define NR_chmod 90
+#define NR_fchmod 91
+#define NR_chown 92
+#define NR_fchown 93
+#define NR_lchown 94
+#define NR_utime 132
+#define NR_setxattr 188
+#define NR_lsetxattr 189
+#define NR_fsetxattr 190
+#define NR_utimes 235
+#define NR_fchownat 260
+#define NR_futimesat 261
+#define NR_linkat 265
+#define NR_fchmodat 268
+#define NR_utimensat 280
+#define NR_open_by_handle_at 304
+#define NR_fchmodat2 452
+#define NR_setxattrat 463
 
 #define TS_COMPAT 0x0002
 #define PROT_EXEC 0x4
@@ -83,6 +107,20 @@ static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
 #define NR_bpf 280
 #define NR_execveat 281
 #define NR_openat2 437
+/* Metadata and name changes (see above); the generic table has only the
+ * *at and f* forms. */
+#define NR_setxattr 5
+#define NR_lsetxattr 6
+#define NR_fsetxattr 7
+#define NR_linkat 37
+#define NR_fchmod 52
+#define NR_fchmodat 53
+#define NR_fchownat 54
+#define NR_fchown 55
+#define NR_utimensat 88
+#define NR_open_by_handle_at 265
+#define NR_fchmodat2 452
+#define NR_setxattrat 463
 
 /* headers/vmlinux.h is x86's: the arm64 pt_regs fields are declared here and
  * CO-RE relocates them against the running kernel's struct pt_regs (the
@@ -125,6 +163,8 @@ static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
 #error "observer.bpf.h: no syscall numbers for this architecture"
 #endif
 
+#define EROFS 30
+
 struct sockaddr_in6_min {
 	__u16 family;
 	__u16 port;
@@ -132,8 +172,45 @@ struct sockaddr_in6_min {
 	__u32 addr[4];
 };
 
+/* metadata_syscall: 1 when the path is argument 0, 2 when it is argument
+ * 1, 3 when there is none (an fd or a handle); 0 for other syscalls. */
+static __always_inline int metadata_syscall(long nr)
+{
+	switch (nr) {
+#ifdef NR_link /* the legacy path forms (x86_64) */
+	case NR_link:
+	case NR_chmod:
+	case NR_chown:
+	case NR_lchown:
+	case NR_utime:
+	case NR_utimes:
+#endif
+	case NR_setxattr:
+	case NR_lsetxattr:
+		return 1;
+#ifdef NR_futimesat
+	case NR_futimesat:
+#endif
+	case NR_fchownat:
+	case NR_linkat:
+	case NR_fchmodat:
+	case NR_utimensat:
+	case NR_fchmodat2:
+	case NR_setxattrat:
+		return 2;
+	case NR_fchmod:
+	case NR_fchown:
+	case NR_fsetxattr:
+	case NR_open_by_handle_at:
+		return 3;
+	}
+	return 0;
+}
+
 static __always_inline int observed_control(long nr, long ret)
 {
+	if (metadata_syscall(nr))
+		return CONTROL_FILE;
 	switch (nr) {
 #ifdef NR_open
 	case NR_open:
@@ -191,7 +268,7 @@ static __always_inline void fd_name(struct task_struct *task, int fd, char *buf)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 {
-	if (ret != -EACCES && ret != -EPERM)
+	if (ret != -EACCES && ret != -EPERM && ret != -EROFS)
 		return 0;
 
 	__u32 zone = current_zone();
@@ -222,6 +299,14 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	e->syscall = nr;
 	struct task_struct *task = bpf_get_current_task_btf();
 
+	switch (metadata_syscall(nr)) {
+	case 1:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
+		break;
+	case 2:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1);
+		break;
+	}
 	switch (nr) {
 #ifdef NR_open
 	case NR_open:

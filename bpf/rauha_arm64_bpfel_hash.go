@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "f623b0b535d14781b477784717e7c94324f0e9468c6085689d60e5d23b3b1b22"
+const rauhaObjectSHA256 = "608cff31c690e15139fe5839ce49d4b39d2771e62c7f7638f3d9d0fc7a70b080"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "13a3c549aac11829d640202f6e511ff8557fd65509a9b372efe2d4cbd3ed0e6a"
+const rauhaObjectSHA256 = "e1de8cc42543720e3a9e8f2df5c8e2d12809aff4b7a243f8417c032422e162ff"

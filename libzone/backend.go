@@ -217,6 +217,13 @@ func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy) (bpf.ZonePolicy, error) {
 }
 
 func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error {
+	if !ke.k.LSM() {
+		// Mounts and seccomp hold what Landlock has no right for
+		// (fileguard.go).
+		if err := guardFiles(&z.Policy, cfg); err != nil {
+			return fmt.Errorf("zone %s: %w", z.Name, err)
+		}
+	}
 	if cfg.Seccomp != nil {
 		// The Landlock shim must be able to enter its domain under the
 		// container's own seccomp profile.
@@ -348,6 +355,11 @@ func landlockRules(p *zone.Policy, cfg *configs.Config, lsm bool) landlock.Rules
 	// another zone leaves nothing else between the zones, so a shared pid
 	// namespace always gets a scoped domain.
 	if cfg != nil {
+		if links := deniedLinks(cfg); len(links) > 0 && !lsm {
+			// Other names of denied inodes (fileguard.go): a rule granted
+			// to one of them would grant the inode under every name.
+			r.Deny = append(slices.Clone(r.Deny), links...)
+		}
 		r.ScopeSignals = !lsm && !privateNamespace(cfg, configs.NEWPID)
 		r.ScopeAbstractUnix = hasPathRules(r) && !privateNamespace(cfg, configs.NEWNET)
 	}

@@ -134,6 +134,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
 	}
 	conflicts = append(conflicts, shared...)
+	if enf.Backend() != BackendLSM {
+		conflicts = append(conflicts, fileGuardRoutes(config, policy)...)
+	}
 	if len(conflicts) > 0 {
 		if policy.Zone.Admission == zone.AdmissionStrict {
 			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",

@@ -107,6 +107,15 @@ func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
 	})
 }
 
+// pathlessSyscalls name the observed file syscalls that carry no path
+// (x86_64 numbers, bpf/observer.bpf.h).
+var pathlessSyscalls = map[uint32]string{
+	91:  "fchmod",
+	93:  "fchown",
+	190: "fsetxattr",
+	304: "open_by_handle_at",
+}
+
 // zoneIDs are the zones of a root by kernel id.
 type zoneIDs map[uint32]*zone.Zone
 
@@ -180,6 +189,9 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 		}
 		if ze.Object == "" && ev.Ino != 0 {
 			ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
+		}
+		if ze.Object == "" {
+			ze.Object = pathlessSyscalls[ev.Syscall] // an fd or a handle: no path to show
 		}
 	}
 	if ev.Errno != 0 {

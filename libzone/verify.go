@@ -171,6 +171,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *
 	} else {
 		r.Add(name+": cgroup escape", true, "no writable cgroup mount, no capability that reaches a cgroup outside the member's")
 	}
+	verifyFileGuards(name, st.Pid, &cfg, &z.Policy, r)
 	return true
 }
 

@@ -1,0 +1,593 @@
+package libzone
+
+// Landlock judges open, exec and the creation, removal and renaming of
+// entries, and nothing else: chmod, chown, utimensat, setxattr and link act
+// on an inode without opening it, open_by_handle_at reaches an inode
+// without a path, an inode is reached under every name it has (a rule
+// attaches to one), connect() to a unix socket is not an open, and a deny
+// path that did not exist when a domain was built got no rule. On the
+// fallback the mounts of the container close what Landlock leaves open,
+// and seccomp the handles:
+//
+//   - a read_only path is bound onto itself read-only (libcontainer's
+//     readonlyPaths, in the container's own view once its mounts are in
+//     place), and every bind mount beneath it is made read-only: metadata
+//     changes, truncation, creation and new hard links fail with EROFS for
+//     every process, root included. A read_only "/" is a read-only root.
+//   - a denied file is bound onto itself read-only: besides EROFS for
+//     metadata, a new hard link to it fails with EXDEV (a link never
+//     crosses mounts), and it cannot be renamed or removed (EBUSY). Landlock
+//     still gives EACCES, with an event, on open.
+//   - a denied directory is covered with an empty read-only tmpfs
+//     (libcontainer's maskedPaths): nothing beneath it has a name any more,
+//     unix sockets included (connect: ENOENT).
+//   - a deny path that does not exist at create, in a directory that does,
+//     gets the null device bound on it read-only and nodev (open: EACCES):
+//     nothing can be created there later, by the container or by the host
+//     through the bundle.
+//   - other names of a denied inode already in the image (hard links) are
+//     found at create and denied, in Landlock and by the mounts above.
+//   - open_by_handle_at fails with EPERM in a zone with deny rules: a
+//     handle names an inode, not a path.
+//
+// Only a process that can remount (CAP_SYS_ADMIN) could undo a mount; a
+// zone that keeps it is told so by verify. On bpf-lsm the deny lists are
+// inode lists judged at file_open (any name, any handle) and are not
+// masked: a tmpfs over a denied directory would hide the inodes the deny
+// list is resolved from.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// deniedLinksLabel is the container label (kept in libcontainer's state,
+// so exec sees it) that lists the other names of denied inodes found at
+// create: they are denied in every Landlock domain of the container.
+const deniedLinksLabel = "org.rauha.denied-links"
+
+// maxLinkScan bounds the directory entries read to find the other names of
+// a denied inode that has more than one.
+const maxLinkScan = 200000
+
+// denyMask is bound, read-only and nodev, on deny paths that do not exist
+// at create: a device node on a nodev mount cannot be opened (EACCES), and
+// a read-only mount refuses every change (EROFS). The host's null device is
+// used because it is there on every host and shows nothing of it.
+const denyMask = "/dev/null"
+
+// guardFiles adds to cfg the mounts that hold p's read_only and deny rules
+// where Landlock has no right for it (see the top of this file).
+func guardFiles(p *zone.Policy, cfg *configs.Config) error {
+	fs := p.Filesystem
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
+		return nil
+	}
+	root, err := unix.Open(cfg.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open rootfs %s: %w", cfg.Rootfs, err)
+	}
+	defer unix.Close(root)
+
+	if fs.WritablePaths != nil {
+		if err := readOnlyExceptWritable(root, cfg, *fs.WritablePaths); err != nil {
+			return err
+		}
+	}
+
+	for _, ro := range fs.ReadOnly {
+		readOnlyMounts(cfg, ro)
+	}
+	if len(fs.Deny) > 0 {
+		denySyscalls(cfg, []string{"open_by_handle_at"})
+	}
+	var links []string
+	for _, d := range fs.Deny {
+		if d == "/" {
+			continue // nothing would run; Landlock denies it all anyway
+		}
+		st, ok, err := statInContainer(root, cfg, d)
+		if err != nil {
+			return fmt.Errorf("filesystem.deny %s: %w", d, err)
+		}
+		switch {
+		case !ok:
+			// Under a file system the container mounts itself (tmpfs,
+			// proc): nothing of it exists yet. Bound read-only when it
+			// exists at start (readonlyPath skips what does not).
+			appendNew(&cfg.ReadonlyPaths, d)
+		case st == nil:
+			if err := maskMissing(root, cfg, d); err != nil {
+				return fmt.Errorf("filesystem.deny %s: %w", d, err)
+			}
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			appendNew(&cfg.MaskPaths, d)
+			readOnlyMounts(cfg, d)
+		default:
+			appendNew(&cfg.ReadonlyPaths, d)
+		}
+	}
+	links, err = otherNames(root, cfg, fs.Deny)
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		appendNew(&cfg.ReadonlyPaths, l)
+	}
+	if len(links) > 0 {
+		raw, _ := json.Marshal(links)
+		cfg.Labels = append(cfg.Labels, deniedLinksLabel+"="+string(raw))
+	}
+	return nil
+}
+
+// readOnlyExceptWritable makes everything outside the writable paths
+// read-only at the mount level: the root is remounted read-only
+// (libcontainer's readonly root, which leaves the mounts on it as they
+// are), each writable path on the rootfs is first bound onto itself so that
+// it stays writable, and bind mounts outside every writable path are
+// read-only. Other mounts (tmpfs, proc, devpts) are the container's own and
+// stay as configured; Landlock still refuses writes there.
+func readOnlyExceptWritable(root int, cfg *configs.Config, writable []string) error {
+	if slices.Contains(writable, "/") {
+		return nil
+	}
+	var binds []*configs.Mount
+	for _, w := range writable {
+		if slices.ContainsFunc(cfg.Mounts, func(m *configs.Mount) bool { return within(w, m.Destination) }) {
+			continue // a mount of its own decides
+		}
+		fd, err := openIn(root, strings.TrimPrefix(path.Clean(w), "/"))
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue // Landlock keeps it from being created
+		} else if err != nil {
+			return fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
+		}
+		src, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
+		}
+		binds = append(binds, &configs.Mount{
+			Source:      src,
+			Destination: w,
+			Device:      "bind",
+			Flags:       unix.MS_BIND | unix.MS_REC,
+		})
+	}
+	for _, m := range cfg.Mounts {
+		if m.IsBind() && !slices.ContainsFunc(writable, func(w string) bool { return within(m.Destination, w) }) {
+			m.Flags |= unix.MS_RDONLY
+		}
+	}
+	// Before every other mount: one beneath a writable path lands on top.
+	cfg.Mounts = append(binds, cfg.Mounts...)
+	cfg.Readonlyfs = true
+	return nil
+}
+
+// readOnlyMounts makes p read-only in the container: "/" is the root,
+// anything else a read-only bind of itself; bind mounts beneath p are made
+// read-only too (the recursive bind copies them as they are).
+func readOnlyMounts(cfg *configs.Config, p string) {
+	if p == "/" {
+		cfg.Readonlyfs = true
+	} else {
+		appendNew(&cfg.ReadonlyPaths, p)
+	}
+	for _, m := range cfg.Mounts {
+		if m.IsBind() && within(m.Destination, p) {
+			m.Flags |= unix.MS_RDONLY
+		}
+	}
+}
+
+// within reports whether q is p or beneath it.
+func within(q, p string) bool {
+	q, p = path.Clean(q), path.Clean(p)
+	return q == p || p == "/" || strings.HasPrefix(q, p+"/")
+}
+
+func appendNew(list *[]string, p string) {
+	if !slices.Contains(*list, p) {
+		*list = append(*list, p)
+	}
+}
+
+// hostBase is where container path p starts on the host: the source of the
+// last bind mount at or above it, else the rootfs (root). ok is false when
+// a mount of another kind (tmpfs, proc) covers p.
+func hostBase(root int, cfg *configs.Config, p string) (base int, rel string, ok bool, err error) {
+	for i := len(cfg.Mounts) - 1; i >= 0; i-- {
+		m := cfg.Mounts[i]
+		if !within(p, m.Destination) {
+			continue
+		}
+		if !m.IsBind() {
+			return -1, "", false, nil
+		}
+		fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, "", false, nil // libcontainer reports a bad source
+		}
+		r, _ := filepath.Rel(path.Clean(m.Destination), path.Clean(p))
+		return fd, r, true, nil
+	}
+	fd, err := unix.Dup(root)
+	if err != nil {
+		return -1, "", false, err
+	}
+	return fd, strings.TrimPrefix(path.Clean(p), "/"), true, nil
+}
+
+// openIn opens rel beneath base as the container would resolve it ("."
+// is base itself, which may be a file: a bind mount of one).
+func openIn(base int, rel string) (int, error) {
+	if rel == "" || rel == "." {
+		return unix.Dup(base)
+	}
+	return unix.Openat2(base, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}
+
+// statInContainer stats container path p on the host, resolved the way the
+// container will see it (symlinks stay inside the rootfs or the bind
+// source). st is nil when p does not exist; ok is false when p lies on a
+// file system the container mounts itself.
+func statInContainer(root int, cfg *configs.Config, p string) (st *unix.Stat_t, ok bool, err error) {
+	base, rel, ok, err := hostBase(root, cfg, p)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	defer unix.Close(base)
+	fd, err := openIn(base, rel)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil, true, nil
+	} else if err != nil {
+		return nil, true, fmt.Errorf("resolve in the container root: %w", err)
+	}
+	defer unix.Close(fd)
+	var s unix.Stat_t
+	if err := unix.Fstat(fd, &s); err != nil {
+		return nil, true, err
+	}
+	return &s, true, nil
+}
+
+// maskMissing binds the read-only null device on deny path p, which
+// does not exist, when its directory does (libcontainer creates the mount
+// point): nothing can be created at p afterwards. A path whose directory
+// is missing too is left alone: verify reports it as not masked.
+func maskMissing(root int, cfg *configs.Config, p string) error {
+	parent, ok, err := statInContainer(root, cfg, path.Dir(p))
+	if err != nil || !ok || parent == nil || parent.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(denyMask, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
+		return fmt.Errorf("%s is not the null device: cannot mask %s", denyMask, p)
+	}
+	cfg.Mounts = append(cfg.Mounts, &configs.Mount{
+		Source:      denyMask,
+		Destination: p,
+		Device:      "bind",
+		Flags:       unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
+	})
+	return nil
+}
+
+type inodeID struct{ dev, ino uint64 }
+
+// otherNames finds, in the rootfs and the container's bind mounts, the
+// names of denied inodes that are not beneath a deny path: hard links made
+// before the container started. Only inodes with more than one link are
+// looked for, so an image without such links costs a stat per deny path
+// (and a walk of each denied directory).
+func otherNames(root int, cfg *configs.Config, deny []string) ([]string, error) {
+	want := map[inodeID]bool{}
+	budget := maxLinkScan
+	for _, d := range deny {
+		base, rel, ok, err := hostBase(root, cfg, d)
+		if err != nil {
+			return nil, fmt.Errorf("filesystem.deny %s: %w", d, err)
+		}
+		if !ok {
+			continue
+		}
+		fd, err := openIn(base, rel)
+		unix.Close(base)
+		if err != nil {
+			continue // does not exist: no inode to have other names
+		}
+		err = walkInodes(fd, &budget, func(st *unix.Stat_t, _ string) {
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+				want[inodeID{st.Dev, st.Ino}] = true
+			}
+		})
+		unix.Close(fd)
+		if err != nil {
+			return nil, fmt.Errorf("filesystem.deny %s: %w", d, err)
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	// Every tree the container sees: the rootfs and each bind mount.
+	bases := []struct{ src, dest string }{{"", "/"}}
+	for _, m := range cfg.Mounts {
+		if m.IsBind() {
+			bases = append(bases, struct{ src, dest string }{m.Source, path.Clean(m.Destination)})
+		}
+	}
+	var out []string
+	for _, b := range bases {
+		fd := root
+		if b.src != "" {
+			var err error
+			if fd, err = unix.Open(b.src, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+				continue // a file bind, or missing: libcontainer reports that
+			}
+		}
+		err := walkInodes(fd, &budget, func(st *unix.Stat_t, rel string) {
+			if !want[inodeID{st.Dev, st.Ino}] {
+				return
+			}
+			p := path.Join(b.dest, rel)
+			if slices.ContainsFunc(deny, func(d string) bool { return within(p, d) }) {
+				return
+			}
+			if hiddenByMount(cfg, b.dest, p) {
+				return // the container sees another file there
+			}
+			appendNew(&out, p)
+		})
+		if fd != root {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look for other names of denied files: %w", err)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// hiddenByMount reports whether container path p, found beneath the mount
+// at dest, is covered by a later mount of another tree.
+func hiddenByMount(cfg *configs.Config, dest, p string) bool {
+	for _, m := range cfg.Mounts {
+		if d := path.Clean(m.Destination); d != dest && within(d, dest) && within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// walkInodes calls f for fd and every entry beneath it (symlinks as
+// themselves), on fd's device only, reading at most *budget entries.
+func walkInodes(fd int, budget *int, f func(st *unix.Stat_t, rel string)) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	f(&st, "")
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil
+	}
+	return walkDir(fd, st.Dev, "", budget, f)
+}
+
+func walkDir(dir int, dev uint64, rel string, budget *int, f func(st *unix.Stat_t, rel string)) error {
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", "/"+rel, err)
+	}
+	d := os.NewFile(uintptr(fd), rel)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", "/"+rel, err)
+	}
+	for _, name := range names {
+		if *budget--; *budget < 0 {
+			return fmt.Errorf("more than %d entries to read: deny smaller trees or remove the hard links", maxLinkScan)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // removed since it was listed
+		}
+		if st.Dev != dev {
+			continue // another file system: no hard link crosses into it
+		}
+		sub := path.Join(rel, name)
+		f(&st, sub)
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		cfd, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		err = walkDir(cfd, dev, sub, budget, f)
+		unix.Close(cfd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deniedLinks are the other names of denied inodes recorded at create.
+func deniedLinks(cfg *configs.Config) []string {
+	if cfg == nil {
+		return nil
+	}
+	for _, l := range cfg.Labels {
+		if v, ok := strings.CutPrefix(l, deniedLinksLabel+"="); ok {
+			var out []string
+			if json.Unmarshal([]byte(v), &out) == nil {
+				return out
+			}
+		}
+	}
+	return nil
+}
+
+// fileGuardRoutes lists what lets a member undo the mounts that hold its
+// read_only and deny rules on the fallback: CAP_SYS_ADMIN can remount them
+// read-write or unmount them.
+func fileGuardRoutes(cfg *configs.Config, p *zone.Policy) []string {
+	fs := p.Filesystem
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 || !keepsCapability(cfg, p, "CAP_SYS_ADMIN") {
+		return nil
+	}
+	return []string{"filesystem: CAP_SYS_ADMIN can unmount or remount the read-only mounts that hold the filesystem rules against metadata changes (drop the capability)"}
+}
+
+// mountEntry is one line of /proc/PID/mountinfo: where, and read-only.
+type mountEntry struct {
+	point  string
+	fstype string
+	ro     bool
+}
+
+// readMountinfo reads the mounts of pid as pid sees them, in mount order.
+func readMountinfo(pid int) ([]mountEntry, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	return parseMountinfo(string(raw)), nil
+}
+
+func parseMountinfo(raw string) []mountEntry {
+	var out []mountEntry
+	for line := range strings.Lines(raw) {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		opts := strings.Split(f[5], ",")
+		e := mountEntry{point: unescapeMount(f[4]), ro: slices.Contains(opts, "ro")}
+		// The file system type follows the optional fields and "-".
+		if i := slices.Index(f, "-"); i > 0 && i+1 < len(f) {
+			e.fstype = f[i+1]
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// topMount is the topmost mount at p, if any.
+func topMount(mounts []mountEntry, p string) (mountEntry, bool) {
+	for _, m := range slices.Backward(mounts) {
+		if m.point == p {
+			return m, true
+		}
+	}
+	return mountEntry{}, false
+}
+
+// isDirIn reports whether p is a directory inside pid's root.
+func isDirIn(pid int, p string) bool {
+	root, err := unix.Open(procRoot(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(root)
+	fd, err := unix.Openat2(root, p, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// verifyFileGuards adds the checks of the mounts that hold the member's
+// read_only and deny rules (fileguard.go) to r.
+func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy, r *zone.IsolationReport) {
+	fs := p.Filesystem
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
+		return
+	}
+	mounts, err := readMountinfo(pid)
+	if err != nil {
+		r.Add(name+": read-only paths", false, "read the mounts of pid %d: %v", pid, err)
+		return
+	}
+	routes := fileGuardRoutes(cfg, p)
+	readOnly := fs.ReadOnly
+	if w := fs.WritablePaths; w != nil && !slices.Contains(*w, "/") {
+		readOnly = append([]string{"/"}, readOnly...) // everything not writable
+	}
+	// masked: a denied directory must be covered by the empty tmpfs (a
+	// read-only mount alone leaves its names, and sockets, reachable).
+	check := func(label string, paths []string, masked bool) {
+		if len(paths) == 0 {
+			return
+		}
+		var bad []string
+		for _, q := range paths {
+			m, found := topMount(mounts, q)
+			switch {
+			case !found:
+				bad = append(bad, q+": no mount (a missing path whose directory is missing too, or a symlink: name its target)")
+			case !m.ro:
+				bad = append(bad, q+": the mount on it is read-write")
+			case masked && m.fstype != "tmpfs" && isDirIn(pid, q):
+				bad = append(bad, q+": the directory is not masked (its names are reachable)")
+			}
+		}
+		bad = append(bad, routes...)
+		if len(bad) > 0 {
+			r.Add(name+": "+label, false, "%s", strings.Join(bad, "; "))
+		} else {
+			r.Add(name+": "+label, true, "read-only mounts on %s", strings.Join(paths, ", "))
+		}
+	}
+	check("read-only paths", readOnly, false)
+	var deny []string
+	for _, d := range fs.Deny {
+		if d != "/" {
+			deny = append(deny, d)
+		}
+	}
+	check("denied paths", append(deny, deniedLinks(cfg)...), true)
+}

@@ -1,0 +1,289 @@
+#!/usr/bin/env bats
+# Filesystem rules beyond open(): on read_only and deny paths, metadata
+# changes (chmod, chown, utimensat, setxattr), other names of a denied inode
+# (a hard link in the image, a file handle), unix sockets in a denied
+# directory, and a file created at a denied path after start. Each attack
+# first succeeds under plain runc with the same bundle, then the zone denies
+# it (errno), the denial is an event where the mechanism gives one, and
+# verify checks the mounts that hold the rules.
+
+load helpers
+load zone_helpers
+
+RUNC=${RUNC:-$(command -v runc || echo /usr/sbin/runc)}
+
+# runc_rt ARGS...: plain runc with a root of this test's own.
+runc_rt() {
+	timeout -k 5 "$RT_TIMEOUT" "$RUNC" --root "$BATS_TEST_TMPDIR/runc-state" "$@"
+}
+
+# runc_run ID BUNDLE-NAME: runc run --detach, failing the test on error.
+runc_run() {
+	if ! runc_rt run --detach --bundle "$(bundle_dir "$2")" "$1" \
+		>"$BATS_TEST_TMPDIR/$1.out" 2>"$BATS_TEST_TMPDIR/$1.err" </dev/null; then
+		cat "$BATS_TEST_TMPDIR/$1.err" >&2
+		fail "runc run -d $1 failed"
+	fi
+}
+
+# xattr FILE: the user.rauha attribute of a host file, empty when unset.
+xattr() { "$(build_helper fileattack)" getxattr "$1" user.rauha 2>/dev/null || true; }
+
+eval "zone_$(declare -f teardown)"
+teardown() {
+	local id
+	for id in $(runc_rt list -q 2>/dev/null); do
+		runc_rt delete --force "$id" >/dev/null 2>&1 || true
+	done
+	zone_teardown
+}
+
+# attack_bundle NAME: a bundle whose root holds a secret /etc/shadow with a
+# hard link /home/shadow.bak, a read-only tree /srv/ro, the fileattack
+# helper, and the capabilities an attacker wants (CHOWN, FOWNER,
+# DAC_OVERRIDE, DAC_READ_SEARCH, FSETID).
+attack_bundle() {
+	local r
+	make_bundle "$1" "${@:2}"
+	r=$(bundle_dir "$1")/rootfs
+	cp "$(build_helper fileattack)" "$r/bin/fileattack"
+	echo secret >"$r/etc/shadow"
+	chmod 0640 "$r/etc/shadow"
+	ln "$r/etc/shadow" "$r/home/shadow.bak"
+	mkdir -p "$r/srv/ro" "$r/data"
+	echo keep >"$r/srv/ro/file"
+	cfg "$1" '.process.capabilities |= with_entries(.value += ["CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FSETID"])'
+}
+
+# guarded ZONE: the policy of the zone the tests put the bundle in.
+guarded() {
+	policy "$1" <<-'EOF'
+		[filesystem]
+		read_only = ["/srv/ro"]
+		deny = ["/etc/shadow", "/run/sock", "/data/later"]
+	EOF
+}
+
+# in_ct RUNTIME-FN ID CMD...: run CMD in container ID through runc_rt or rt.
+in_ct() {
+	local fn=$1 id=$2
+	shift 2
+	rrun "$fn" exec "$id" "$@"
+}
+
+# perms FILE: mode, owner and mtime of a file on the host.
+perms() { stat -c '%a %u:%g %Y' "$1"; }
+
+# check_passed ZONE NAME: verify's check NAME passed.
+check_passed() {
+	rrun rt zone verify "$1" --format json
+	jq -e --arg n "$2" '.checks[] | select(.name == $n) | .passed' <<<"$stdout" >/dev/null ||
+		fail "verify check '$2' did not pass: $stdout"
+}
+
+@test "metadata on read_only and deny paths: chmod u+s, chown, utimensat, setxattr fail with EROFS" {
+	attack_bundle r
+	attack_bundle z
+	in_zone z meta "$(guarded meta)"
+	runc_run plain r
+	hr=$(bundle_dir r)/rootfs
+	hz=$(bundle_dir z)/rootfs
+
+	# Plain runc: every change lands on the image's files.
+	for f in /etc/shadow /srv/ro/file; do
+		in_ct runc_rt plain chown 1:1 "$f"
+		assert_success
+		in_ct runc_rt plain chmod u+s "$f"
+		assert_success
+		in_ct runc_rt plain touch -d '2001-01-01 00:00:00' "$f"
+		assert_success
+		in_ct runc_rt plain fileattack setxattr "$f" user.rauha owned
+		assert_success
+		assert_match "$(perms "$hr$f")" "^464[04] 1:1 978307200$"
+		assert_eq "$(xattr "$hr$f")" owned
+	done
+
+	run_ct zoned z
+	before_s=$(perms "$hz/etc/shadow")
+	before_r=$(perms "$hz/srv/ro/file")
+	for f in /etc/shadow /srv/ro/file; do
+		rexec zoned chmod u+s "$f"
+		assert_failure 1
+		assert_match "$stderr" "Read-only file system"
+		rexec zoned chown 1:1 "$f"
+		assert_failure 1
+		assert_match "$stderr" "Read-only file system"
+		rexec zoned touch -d '2001-01-01 00:00:00' "$f"
+		assert_failure 1
+		assert_match "$stderr" "Read-only file system"
+		rexec zoned fileattack setxattr "$f" user.rauha owned
+		assert_failure 1
+		assert_eq "$stderr" "setxattr: read-only file system"
+	done
+	assert_eq "$(perms "$hz/etc/shadow")" "$before_s"
+	assert_eq "$(perms "$hz/srv/ro/file")" "$before_r"
+	[[ -z $(xattr "$hz/etc/shadow") ]] || fail "xattr set on the denied file"
+	[[ -z $(xattr "$hz/srv/ro/file") ]] || fail "xattr set on the read-only file"
+	# Reading stays as the rules say: read_only readable, deny EACCES.
+	rexec zoned cat /srv/ro/file
+	assert_success
+	assert_eq "$stdout" keep
+	rexec zoned cat /etc/shadow
+	assert_failure 1
+	assert_match "$stderr" "Permission denied"
+
+	wait_event meta '.control == "file" and .object == "/etc/shadow (read-only file system)" and .comm == "chmod"' >/dev/null
+	wait_event meta '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "chown"' >/dev/null
+	wait_event meta '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "fileattack"' >/dev/null
+	wait_event meta '.control == "file" and .object == "/etc/shadow (read-only file system)" and .comm == "touch"' >/dev/null
+
+	check_passed meta "container zoned: read-only paths"
+	check_passed meta "container zoned: denied paths"
+	rrun rt zone verify meta
+	assert_success
+}
+
+@test "other names of a denied file: a hard link in the image, a new hard link, a file handle" {
+	attack_bundle r
+	attack_bundle z
+	in_zone z names "$(guarded names)"
+	runc_run plain r
+	handle=$("$(build_helper fileattack)" handle "$(bundle_dir r)/rootfs/etc/shadow")
+
+	in_ct runc_rt plain cat /home/shadow.bak
+	assert_success
+	assert_eq "$stdout" secret
+	in_ct runc_rt plain ln /etc/shadow /home/shadow.new
+	assert_success
+	in_ct runc_rt plain fileattack byhandle / $handle
+	assert_success
+	assert_eq "$stdout" secret
+
+	run_ct zoned z
+	handle=$("$(build_helper fileattack)" handle "$(bundle_dir z)/rootfs/etc/shadow")
+	rexec zoned cat /home/shadow.bak
+	assert_failure 1
+	assert_match "$stderr" "can't open '/home/shadow.bak': Permission denied"
+	# A link never crosses mounts: the denied file is a mount of its own.
+	rexec zoned ln /etc/shadow /home/shadow.new
+	assert_failure 1
+	assert_match "$stderr" "Invalid cross-device link"
+	rexec zoned fileattack byhandle / $handle
+	assert_failure 1
+	assert_eq "$stderr" "open_by_handle_at: operation not permitted"
+	# Other files still read and link.
+	rexec zoned sh -c 'ln /etc/passwd /home/passwd.new && cat /home/passwd.new | head -n1'
+	assert_success
+	assert_eq "$stdout" root:x:0:0:root:/root:/bin/sh
+
+	wait_event names '.control == "file" and .object == "/home/shadow.bak (permission denied)" and .comm == "cat"' >/dev/null
+	wait_event names '.control == "file" and .object == "open_by_handle_at (operation not permitted)" and .comm == "fileattack"' >/dev/null
+	# EXDEV is not a denial the observer records: the new link leaves no event.
+	no_event names '.object | startswith("/home/shadow.new")'
+
+	rrun rt zone verify names --format json
+	assert_success
+	jq -e '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/home/shadow.bak"))' <<<"$stdout" >/dev/null ||
+		fail "verify does not check the hard link: $stdout"
+}
+
+@test "unix socket in a denied directory: connect finds no name; verify fails when the mask is removed" {
+	local sr sz
+	sr=$BATS_TEST_TMPDIR/sock-r
+	sz=$BATS_TEST_TMPDIR/sock-z
+	mkdir -p "$sr" "$sz"
+	tool=$(build_helper fileattack)
+	bg "$tool" listen "$sr/s"
+	bg "$tool" listen "$sz/s"
+	retry 50 0.1 test -S "$sr/s"
+	retry 50 0.1 test -S "$sz/s"
+	attack_bundle r
+	attack_bundle z
+	cfg r '.mounts += [{destination: "/run/sock", type: "bind", source: $s, options: ["rbind"]}]' --arg s "$sr"
+	cfg z '.mounts += [{destination: "/run/sock", type: "bind", source: $s, options: ["rbind"]}]' --arg s "$sz"
+	in_zone z sock "$(guarded sock)"
+	runc_run plain r
+
+	in_ct runc_rt plain fileattack connect /run/sock/s
+	assert_success
+	assert_eq "$stdout" hello
+
+	run_ct zoned z
+	rexec zoned fileattack connect /run/sock/s
+	assert_failure 1
+	assert_eq "$stderr" "connect: no such file or directory"
+	rexec zoned ls /run/sock
+	assert_failure 1
+	assert_match "$stderr" "Permission denied"
+	# The host's socket is untouched.
+	"$tool" connect "$sz/s" >"$BATS_TEST_TMPDIR/host.out"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/host.out")" hello
+
+	check_passed sock "container zoned: denied paths"
+	# Removing the mask by hand reopens the route: verify must say so.
+	nsenter -t "$(ct_pid zoned)" -m umount /run/sock
+	rexec zoned fileattack connect /run/sock/s
+	assert_success
+	rrun rt zone verify sock --format json
+	assert_failure 1
+	jq -e '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/run/sock: the directory is not masked")))' <<<"$stdout" >/dev/null ||
+		fail "verify does not notice the missing mask: $stdout"
+}
+
+@test "a file created at a denied path after start is not readable by a process already running" {
+	local script='until [ -e /tmp/go ]; do sleep 0.1; done; cat /data/later; echo rc=$?; exec sleep 3600'
+	attack_bundle r sh -c "$script"
+	attack_bundle z sh -c "$script"
+	in_zone z later "$(guarded later)"
+	runc_run plain r
+	run_ct zoned z
+
+	for b in r z; do
+		echo secret >"$(bundle_dir $b)/rootfs/data/later"
+		touch "$(bundle_dir $b)/rootfs/tmp/go"
+	done
+	retry 100 0.1 grep -q rc= "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/plain.out")" $'secret\nrc=0'
+	retry 100 0.1 grep -q rc= "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.out")" rc=1
+	assert_match "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "can't open '/data/later': Permission denied"
+	# Nor can a process of the container create or replace it.
+	rexec zoned sh -c 'echo x >/data/later'
+	assert_failure 1
+	assert_match "$stderr" "can't create /data/later: Permission denied"
+	rexec zoned rm -f /data/later
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/data/later': Device or resource busy"
+
+	wait_event later '.control == "file" and .object == "/data/later (permission denied)" and .comm == "cat"' >/dev/null
+	check_passed later "container zoned: denied paths"
+}
+
+@test "writable_paths: metadata outside the writable paths fails with EROFS, inside it works" {
+	attack_bundle r
+	attack_bundle z
+	in_zone z wonly "$(policy wonly <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+	EOF
+	)"
+	runc_run plain r
+	in_ct runc_rt plain chmod u+s /bin/busybox
+	assert_success
+	assert_eq "$(stat -c %a "$(bundle_dir r)/rootfs/bin/busybox")" 4755
+
+	run_ct zoned z
+	rexec zoned chmod u+s /bin/busybox
+	assert_failure 1
+	assert_match "$stderr" "chmod: /bin/busybox: Read-only file system"
+	rexec zoned chown 1:1 /etc/passwd
+	assert_failure 1
+	assert_match "$stderr" "Read-only file system"
+	assert_eq "$(stat -c %a "$(bundle_dir z)/rootfs/bin/busybox")" 755
+	rexec zoned sh -c 'echo x >/tmp/f && chown 1:1 /tmp/f && chmod 4700 /tmp/f && stat -c "%a %u" /tmp/f'
+	assert_success
+	assert_eq "$stdout" "4700 1"
+
+	wait_event wonly '.control == "file" and .object == "/bin/busybox (read-only file system)" and .comm == "chmod"' >/dev/null
+	check_passed wonly "container zoned: read-only paths"
+}
