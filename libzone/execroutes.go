@@ -129,7 +129,7 @@ func execRoutes(cfg *configs.Config, p *zone.Policy) []string {
 		return nil
 	}
 	_, _, open := writablePlaces(cfg, p)
-	if keepsCapability(cfg, p, "CAP_SYS_ADMIN") {
+	if keepsCap(cfg, p, "CAP_SYS_ADMIN") {
 		open = append(open, "exec: CAP_SYS_ADMIN can remount a writable path exec (drop the capability)")
 	}
 	return open
@@ -182,19 +182,6 @@ func loaderRoutes(cfg *configs.Config, p *zone.Policy) []string {
 		}
 	}
 	return out
-}
-
-// keepsCapability reports whether the container's bounding set has c and
-// the policy lets it keep it.
-func keepsCapability(cfg *configs.Config, p *zone.Policy, c string) bool {
-	if cfg.Capabilities == nil || !slices.Contains(cfg.Capabilities.Bounding, c) {
-		return false
-	}
-	a := p.Capabilities.Allowed
-	return a == nil || slices.ContainsFunc(*a, func(s string) bool {
-		n, err := zone.CapabilityName(s)
-		return err == nil && n == c
-	})
 }
 
 // closeExecRoutes makes every writable place of a member with exec rules

@@ -452,7 +452,7 @@ func deniedLinks(cfg *configs.Config) []string {
 // read-write or unmount them.
 func fileGuardRoutes(cfg *configs.Config, p *zone.Policy) []string {
 	fs := p.Filesystem
-	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 || !keepsCapability(cfg, p, "CAP_SYS_ADMIN") {
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 || !keepsCap(cfg, p, "CAP_SYS_ADMIN") {
 		return nil
 	}
 	return []string{"filesystem: CAP_SYS_ADMIN can unmount or remount the read-only mounts that hold the filesystem rules against metadata changes (drop the capability)"}
