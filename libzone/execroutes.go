@@ -84,9 +84,9 @@ func writablePlaces(cfg *configs.Config, p *zone.Policy) (mounts []int, rootPath
 		enclosing := -1
 		for i, d := range dests {
 			switch {
-			case d == wp || under(d, wp):
+			case within(d, wp):
 				add(i) // the writable tree itself, or a mount inside it
-			case under(wp, d):
+			case within(wp, d): // the writable path is inside mount d (equal ones took the case above)
 				if enclosing < 0 || len(d) > len(dests[enclosing]) {
 					enclosing = i
 				}
@@ -113,11 +113,6 @@ func resolveIn(rootfs, p string) string {
 		return p
 	}
 	return filepath.Join("/", rel)
-}
-
-// under reports whether p is strictly below dir.
-func under(p, dir string) bool {
-	return strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // execRoutes returns what in a member's configuration keeps a file it
@@ -151,7 +146,7 @@ func loaderRoutes(cfg *configs.Config, p *zone.Policy) []string {
 	allowed := func(q string) bool {
 		return slices.ContainsFunc(p.Exec.Allow, func(a string) bool {
 			a = resolveIn(cfg.Rootfs, a)
-			return q == a || under(q, a)
+			return within(q, a)
 		})
 	}
 	dirs := slices.Clone(loaderDirs)
@@ -323,7 +318,7 @@ func mountsOf(pid int) ([]*mountinfo.Info, error) {
 func containing(mounts []*mountinfo.Info, p string) *mountinfo.Info {
 	var best *mountinfo.Info
 	for _, m := range mounts {
-		if m.Mountpoint != p && !under(p, m.Mountpoint) {
+		if !within(p, m.Mountpoint) {
 			continue
 		}
 		if best == nil || len(m.Mountpoint) >= len(best.Mountpoint) {

@@ -194,7 +194,7 @@ func readOnlyMounts(cfg *configs.Config, p string) {
 	}
 }
 
-// within reports whether q is p or beneath it.
+// within reports whether q is p or beneath it, compared as clean paths.
 func within(q, p string) bool {
 	q, p = path.Clean(q), path.Clean(p)
 	return q == p || p == "/" || strings.HasPrefix(q, p+"/")
