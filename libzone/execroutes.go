@@ -278,7 +278,7 @@ func verifyExecRoutes(name string, cfg *configs.Config, p *zone.Policy, pid int,
 			switch {
 			case m == nil:
 				bad = append(bad, q+": no mount found")
-			case !noexecMount(m):
+			case !mountHas(m, "noexec"):
 				bad = append(bad, fmt.Sprintf("%s: the mount at %s is not noexec", q, m.Mountpoint))
 			default:
 				ok = append(ok, q)
@@ -328,6 +328,9 @@ func containing(mounts []*mountinfo.Info, p string) *mountinfo.Info {
 	return best
 }
 
-func noexecMount(m *mountinfo.Info) bool {
-	return slices.Contains(strings.Split(m.Options, ","), "noexec")
+// mountHas reports whether opt is one of m's per-mount flags (not the
+// options of its file system: a read-only bind of a read-write file system
+// is "ro" here).
+func mountHas(m *mountinfo.Info, opt string) bool {
+	return slices.Contains(strings.Split(m.Options, ","), opt)
 }

@@ -136,7 +136,7 @@ func TestContainingMount(t *testing.T) {
 		{Mountpoint: "/tmpx", Options: "rw"},
 	}
 	for p, want := range map[string]bool{"/tmp": true, "/tmp/a/b": true, "/tmpx/a": false, "/etc": false} {
-		if got := noexecMount(containing(mounts, p)); got != want {
+		if got := mountHas(containing(mounts, p), "noexec"); got != want {
 			t.Errorf("%s: noexec %v, want %v", p, got, want)
 		}
 	}

@@ -47,6 +47,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
@@ -458,67 +459,14 @@ func fileGuardRoutes(cfg *configs.Config, p *zone.Policy) []string {
 	return []string{"filesystem: CAP_SYS_ADMIN can unmount or remount the read-only mounts that hold the filesystem rules against metadata changes (drop the capability)"}
 }
 
-// mountEntry is one line of /proc/PID/mountinfo: where, and read-only.
-type mountEntry struct {
-	point  string
-	fstype string
-	ro     bool
-}
-
-// readMountinfo reads the mounts of pid as pid sees them, in mount order.
-func readMountinfo(pid int) ([]mountEntry, error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	return parseMountinfo(string(raw)), nil
-}
-
-func parseMountinfo(raw string) []mountEntry {
-	var out []mountEntry
-	for line := range strings.Lines(raw) {
-		f := strings.Fields(line)
-		if len(f) < 6 {
-			continue
-		}
-		opts := strings.Split(f[5], ",")
-		e := mountEntry{point: unescapeMount(f[4]), ro: slices.Contains(opts, "ro")}
-		// The file system type follows the optional fields and "-".
-		if i := slices.Index(f, "-"); i > 0 && i+1 < len(f) {
-			e.fstype = f[i+1]
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// topMount is the topmost mount at p, if any.
-func topMount(mounts []mountEntry, p string) (mountEntry, bool) {
+// topMount is the topmost mount at p, the last one mounted there, or nil.
+func topMount(mounts []*mountinfo.Info, p string) *mountinfo.Info {
 	for _, m := range slices.Backward(mounts) {
-		if m.point == p {
-			return m, true
+		if m.Mountpoint == p {
+			return m
 		}
 	}
-	return mountEntry{}, false
+	return nil
 }
 
 // isDirIn reports whether p is a directory inside pid's root.
@@ -547,7 +495,7 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
 		return
 	}
-	mounts, err := readMountinfo(pid)
+	mounts, err := mountsOf(pid)
 	if err != nil {
 		r.Add(name+": read-only paths", false, "read the mounts of pid %d: %v", pid, err)
 		return
@@ -565,13 +513,13 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 		}
 		var bad []string
 		for _, q := range paths {
-			m, found := topMount(mounts, q)
+			m := topMount(mounts, q)
 			switch {
-			case !found:
+			case m == nil:
 				bad = append(bad, q+": no mount (a missing path whose directory is missing too, or a symlink: name its target)")
-			case !m.ro:
+			case !mountHas(m, "ro"):
 				bad = append(bad, q+": the mount on it is read-write")
-			case masked && m.fstype != "tmpfs" && isDirIn(pid, q):
+			case masked && m.FSType != "tmpfs" && isDirIn(pid, q):
 				bad = append(bad, q+": the directory is not masked (its names are reachable)")
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
@@ -30,28 +31,28 @@ func TestWithin(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	raw := "22 1 0:21 / / rw,relatime - ext4 /dev/vda rw\n" +
-		"40 22 0:50 / /run/sock ro,relatime shared:5 - tmpfs tmpfs ro\n" +
-		"41 22 0:21 /x /with\\040space ro - ext4 /dev/vda rw\n" +
-		"42 22 0:21 /etc/shadow /etc/shadow ro - ext4 /dev/vda rw\n" +
-		"43 22 0:1 / /etc/shadow rw - devtmpfs udev rw\n"
-	m := parseMountinfo(raw)
-	if len(m) != 5 {
-		t.Fatalf("parsed %d entries: %+v", len(m), m)
+// TestTopMount: the mount a guarded path must be held by is the last one
+// mounted on it, and its per-mount flag says whether it is read-only.
+func TestTopMount(t *testing.T) {
+	m := []*mountinfo.Info{
+		{Mountpoint: "/", FSType: "ext4", Options: "rw,relatime", VFSOptions: "rw"},
+		{Mountpoint: "/run/sock", FSType: "tmpfs", Options: "ro,relatime", VFSOptions: "ro"},
+		{Mountpoint: "/data", FSType: "ext4", Options: "ro", VFSOptions: "rw"},
+		{Mountpoint: "/etc/shadow", FSType: "ext4", Options: "ro", VFSOptions: "rw"},
+		{Mountpoint: "/etc/shadow", FSType: "devtmpfs", Options: "rw", VFSOptions: "rw"},
 	}
-	if e, ok := topMount(m, "/run/sock"); !ok || !e.ro || e.fstype != "tmpfs" {
-		t.Errorf("/run/sock: %+v %v", e, ok)
+	if e := topMount(m, "/run/sock"); e == nil || !mountHas(e, "ro") || e.FSType != "tmpfs" {
+		t.Errorf("/run/sock: %+v", e)
 	}
-	if e, ok := topMount(m, "/with space"); !ok || !e.ro {
-		t.Errorf("escaped mount point: %+v %v", e, ok)
+	if e := topMount(m, "/data"); e == nil || !mountHas(e, "ro") {
+		t.Errorf("read-only bind of a read-write file system: %+v", e)
 	}
 	// The last mount at a point is the one the container sees.
-	if e, ok := topMount(m, "/etc/shadow"); !ok || e.ro {
+	if e := topMount(m, "/etc/shadow"); e == nil || mountHas(e, "ro") {
 		t.Errorf("/etc/shadow: the top mount is read-write, got %+v", e)
 	}
-	if _, ok := topMount(m, "/nope"); ok {
-		t.Error("found a mount that is not there")
+	if e := topMount(m, "/nope"); e != nil {
+		t.Errorf("found a mount that is not there: %+v", e)
 	}
 }
 
