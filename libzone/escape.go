@@ -348,7 +348,7 @@ func enforcementRoutes(s *mountScan, root string) ([]string, error) {
 			routes = append(routes, fmt.Sprintf("enforcement reachable: %s is a recursive bind of %s, which holds the bpf filesystem %s: rauha's pinned maps hold the zones' policies, and a member could rewrite them, read-only or not (bind it without \"rbind\", or bind what is needed below it)", d, src, below[0]))
 			continue
 		}
-		if b.src == root || strings.HasPrefix(b.src, root+"/") || b.src == "/" || strings.HasPrefix(root, b.src+"/") {
+		if within(b.src, root) || within(root, b.src) {
 			routes = append(routes, fmt.Sprintf("enforcement reachable: %s is a bind of %s, which shows rauha's state root %s (the zone database and the containers' state) (remove the bind)", d, src, root))
 			continue
 		}

@@ -167,7 +167,7 @@ func zoneOfCgroup(p string, members []zone.Container) (string, bool) {
 		if c == "" || c == "/" {
 			continue
 		}
-		if (p == c || strings.HasPrefix(p, strings.TrimSuffix(c, "/")+"/")) && len(c) > len(best) {
+		if within(p, c) && len(c) > len(best) {
 			best, zoneName = c, m.Zone
 		}
 	}
