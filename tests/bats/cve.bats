@@ -76,13 +76,14 @@ EOF
 # container's root: getcwd(2) of a cwd outside it says "(unreachable)/...".
 PROBE='p=$(pwd -P) && case $p in /*) [ . -ef "$p" ] && echo "inside $p" ;; esac'
 
-# cwd_stays_inside: the last rrun failed with one error line about the cwd,
-# or its process printed a cwd inside the container.
+# cwd_stays_inside: the last rrun failed with one error line about the cwd
+# (run exits 1, exec's own failures 255, as runc's do), or its process
+# printed a cwd inside the container.
 cwd_stays_inside() {
 	if [[ $status -eq 0 ]]; then
 		[[ $stdout == inside\ /* ]] || { show; fail "cwd escaped the container: $stdout"; }
 	else
-		assert_error_line 'cwd|/proc/self/fd|directory'
+		assert_error_line 'cwd|/proc/self/fd|directory' '1|255'
 	fi
 }
 

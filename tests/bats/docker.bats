@@ -126,8 +126,12 @@ state_of() { "$DOCKER" inspect -f '{{.State.Status}}' "$1"; }
 	ok "$DOCKER" rm -f "$C"
 	exits_with 1 'No such object' "$DOCKER" inspect "$C"
 	! cgroup_exists "/docker/$id" || { echo "# cgroup /docker/$id left behind" >&2; false; }
-	ok "$RT" --root "$D_RT_ROOT" list
-	[[ $output != *"$id"* ]] || { echo "# runtime still lists $id:"$'\n'"$output" >&2; false; }
+	# A runtime root that is gone holds no container (list fails on a
+	# missing --root, as runc 1.5's does); one that exists must not list it.
+	if [[ -d $D_RT_ROOT ]]; then
+		ok "$RT" --root "$D_RT_ROOT" list
+		[[ $output != *"$id"* ]] || { echo "# runtime still lists $id:"$'\n'"$output" >&2; false; }
+	fi
 }
 
 @test "docker: the shim's second delete --force of a deleted id succeeds" {

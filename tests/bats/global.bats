@@ -6,7 +6,9 @@ load helpers
 @test "--root: state lives under the given root only" {
 	create_ct c1
 	[[ -d $ROOT ]] || fail "root missing"
+	# An existing, empty root: a missing one fails list (list.bats).
 	other=$BATS_TEST_TMPDIR/other-root
+	mkdir "$other"
 	rrun timeout 30 "$RUNTIME" --root "$other" state c1
 	assert_failure 1
 	rrun timeout 30 "$RUNTIME" --root "$other" list -q
