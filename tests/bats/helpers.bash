@@ -404,7 +404,8 @@ deny_entrypoint() {
 	dir=$(bundle_dir "$1")
 	mkdir -p "$dir/rootfs/usr/local/bin"
 	cp "$BUSYBOX" "$dir/rootfs/usr/local/bin/sleep"
-	printf '[exec]\ndeny = ["/usr/local/bin/sleep"]\n' >"$BATS_TEST_TMPDIR/noexec.toml"
+	# Exec rules need writable_paths (or a read-only root): they are noexec.
+	printf '[filesystem]\nwritable_paths = ["/tmp"]\n[exec]\ndeny = ["/usr/local/bin/sleep"]\n' >"$BATS_TEST_TMPDIR/noexec.toml"
 	cfg "$1" '.annotations["org.rauha.zone"] = "noexec" | .annotations["org.rauha.policy"] = $p' \
 		--arg p "$BATS_TEST_TMPDIR/noexec.toml"
 	set_args "$1" /usr/local/bin/sleep 100
