@@ -155,7 +155,16 @@ static __always_inline bool ip4_source_routed(struct __sk_buff *skb, __u32 len)
 
 	if (len == 0)
 		return false;
-	if (len > 40 || bpf_skb_load_bytes(skb, 20, opt, len) < 0)
+	/* The verifier of older kernels (6.1) refuses a length it cannot bound
+	 * away from zero, and clang folds "len == 0 || len > 40" into one
+	 * comparison on a copy. Bound the register the helper gets itself,
+	 * above and then (signed) below, with clang kept from merging them. */
+	__u32 n = len;
+	asm volatile("" : "+r"(n));
+	if (n > 40)
+		return true;
+	asm volatile("" : "+r"(n));
+	if ((__s32)n < 1 || bpf_skb_load_bytes(skb, 20, opt, n) < 0)
 		return true;
 	__u32 i = 0;
 	for (int n = 0; n < 40; n++) {

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "608cff31c690e15139fe5839ce49d4b39d2771e62c7f7638f3d9d0fc7a70b080"
+const rauhaObjectSHA256 = "3bba19425dd7a89090dbbe839f2776328bd5cb409ab37c931d715d58101beaed"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "e1de8cc42543720e3a9e8f2df5c8e2d12809aff4b7a243f8417c032422e162ff"
+const rauhaObjectSHA256 = "0a9e7bcf27ca6820b309d7be5df4ecbf6cadd5e4e1525d754765747a1796d393"

@@ -363,8 +363,16 @@ func TestUpgradeLSM(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.Close()
-	before := map[string]ebpf.ProgramID{}
+	// The global links; per-member programs (cgroup_skb/egress) are linked
+	// to the member's cgroup instead.
+	var global []hookProgram
 	for _, p := range backendPrograms(true) {
+		if !p.perMember {
+			global = append(global, p)
+		}
+	}
+	before := map[string]ebpf.ProgramID{}
+	for _, p := range global {
 		_, before[p.name] = linkProgram(t, linkPin(pinDir, p.name))
 	}
 
@@ -377,7 +385,7 @@ func TestUpgradeLSM(t *testing.T) {
 	if got := loop(); !onlyOutcome(got, "EACCES") {
 		t.Fatalf("the member's opens during the upgrade: %s, want EACCES only", got)
 	}
-	for _, p := range backendPrograms(true) {
+	for _, p := range global {
 		if _, now := linkProgram(t, linkPin(pinDir, p.name)); now == before[p.name] {
 			t.Errorf("%s still runs the old program", p.name)
 		}
@@ -386,7 +394,7 @@ func TestUpgradeLSM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(att) != len(backendPrograms(true)) {
+	if len(att) != len(global)+1 { // and the member's cgroup_skb/egress link
 		t.Errorf("Attached() = %q: old links left or new ones missing", att)
 	}
 	workload{cgroup: cg}.expect(t, "EACCES", "open", file)
