@@ -61,7 +61,7 @@ func TestTopMount(t *testing.T) {
 // exist yet, and a read_only tree holding a bind mount.
 func TestGuardFiles(t *testing.T) {
 	rootfs := t.TempDir()
-	for _, d := range []string{"etc", "home", "secret", "data", "srv/ro", "proc"} {
+	for _, d := range []string{"etc", "opt", "secret", "data", "srv/ro", "proc"} {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestGuardFiles(t *testing.T) {
 	}
 	write("etc/shadow")
 	write("secret/key")
-	if err := os.Link(filepath.Join(rootfs, "etc/shadow"), filepath.Join(rootfs, "home/shadow.bak")); err != nil {
+	if err := os.Link(filepath.Join(rootfs, "etc/shadow"), filepath.Join(rootfs, "opt/shadow.bak")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Link(filepath.Join(rootfs, "secret/key"), filepath.Join(rootfs, "data/key.link")); err != nil {
@@ -93,7 +93,7 @@ func TestGuardFiles(t *testing.T) {
 	if err := guardFiles(p, cfg); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"/srv/ro", "/etc/shadow", "/proc/kcore", "/home/shadow.bak", "/data/key.link"} {
+	for _, want := range []string{"/srv/ro", "/etc/shadow", "/proc/kcore", "/opt/shadow.bak", "/data/key.link"} {
 		if !slices.Contains(cfg.ReadonlyPaths, want) {
 			t.Errorf("ReadonlyPaths %v lacks %s", cfg.ReadonlyPaths, want)
 		}
@@ -115,7 +115,7 @@ func TestGuardFiles(t *testing.T) {
 	if !slices.Equal(masks, []string{"/data/later"}) {
 		t.Errorf("mask mounts on %v, want [/data/later]", masks)
 	}
-	if got := deniedLinks(cfg); !slices.Equal(got, []string{"/data/key.link", "/home/shadow.bak"}) {
+	if got := deniedLinks(cfg); !slices.Equal(got, []string{"/data/key.link", "/opt/shadow.bak"}) {
 		t.Errorf("deniedLinks = %v", got)
 	}
 	if cfg.Seccomp == nil || !slices.ContainsFunc(cfg.Seccomp.Syscalls, func(s *configs.Syscall) bool {
@@ -125,10 +125,10 @@ func TestGuardFiles(t *testing.T) {
 	}
 	// The Landlock rules of the container deny the other names too.
 	r := landlockRules(p, cfg, false)
-	if !slices.Contains(r.Deny, "/home/shadow.bak") || !slices.Contains(r.Deny, "/data/key.link") {
+	if !slices.Contains(r.Deny, "/opt/shadow.bak") || !slices.Contains(r.Deny, "/data/key.link") {
 		t.Errorf("landlock deny %v lacks the hard links", r.Deny)
 	}
-	if slices.Contains(p.Filesystem.Deny, "/home/shadow.bak") {
+	if slices.Contains(p.Filesystem.Deny, "/opt/shadow.bak") {
 		t.Error("the policy itself was changed")
 	}
 }

@@ -39,7 +39,7 @@ teardown() {
 }
 
 # attack_bundle NAME: a bundle whose root holds a secret /etc/shadow with a
-# hard link /home/shadow.bak, a read-only tree /srv/ro, the fileattack
+# hard link /opt/shadow.bak, a read-only tree /srv/ro, the fileattack
 # helper, and the capabilities an attacker wants (CHOWN, FOWNER,
 # DAC_OVERRIDE, DAC_READ_SEARCH, FSETID).
 attack_bundle() {
@@ -49,7 +49,8 @@ attack_bundle() {
 	cp "$(build_helper fileattack)" "$r/bin/fileattack"
 	echo secret >"$r/etc/shadow"
 	chmod 0640 "$r/etc/shadow"
-	ln "$r/etc/shadow" "$r/home/shadow.bak"
+	mkdir -p "$r/opt"
+	ln "$r/etc/shadow" "$r/opt/shadow.bak"
 	mkdir -p "$r/srv/ro" "$r/data"
 	echo keep >"$r/srv/ro/file"
 	cfg "$1" '.process.capabilities |= with_entries(.value += ["CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FSETID"])'
@@ -150,10 +151,10 @@ check_passed() {
 	runc_run plain r
 	handle=$("$(build_helper fileattack)" handle "$(bundle_dir r)/rootfs/etc/shadow")
 
-	in_ct runc_rt plain cat /home/shadow.bak
+	in_ct runc_rt plain cat /opt/shadow.bak
 	assert_success
 	assert_eq "$stdout" secret
-	in_ct runc_rt plain ln /etc/shadow /home/shadow.new
+	in_ct runc_rt plain ln /etc/shadow /opt/shadow.new
 	assert_success
 	in_ct runc_rt plain fileattack byhandle / $handle
 	assert_success
@@ -161,29 +162,29 @@ check_passed() {
 
 	run_ct zoned z
 	handle=$("$(build_helper fileattack)" handle "$(bundle_dir z)/rootfs/etc/shadow")
-	rexec zoned cat /home/shadow.bak
+	rexec zoned cat /opt/shadow.bak
 	assert_failure 1
-	assert_match "$stderr" "can't open '/home/shadow.bak': Permission denied"
+	assert_match "$stderr" "can't open '/opt/shadow.bak': Permission denied"
 	# A link never crosses mounts: the denied file is a mount of its own.
-	rexec zoned ln /etc/shadow /home/shadow.new
+	rexec zoned ln /etc/shadow /opt/shadow.new
 	assert_failure 1
 	assert_match "$stderr" "Invalid cross-device link"
 	rexec zoned fileattack byhandle / $handle
 	assert_failure 1
 	assert_eq "$stderr" "open_by_handle_at: operation not permitted"
 	# Other files still read and link.
-	rexec zoned sh -c 'ln /etc/passwd /home/passwd.new && cat /home/passwd.new | head -n1'
+	rexec zoned sh -c 'ln /etc/passwd /opt/passwd.new && cat /opt/passwd.new | head -n1'
 	assert_success
 	assert_eq "$stdout" root:x:0:0:root:/root:/bin/sh
 
-	wait_event names '.control == "file" and .object == "/home/shadow.bak (permission denied)" and .comm == "cat"' >/dev/null
+	wait_event names '.control == "file" and .object == "/opt/shadow.bak (permission denied)" and .comm == "cat"' >/dev/null
 	wait_event names '.control == "file" and .object == "open_by_handle_at (operation not permitted)" and .comm == "fileattack"' >/dev/null
 	# EXDEV is not a denial the observer records: the new link leaves no event.
-	no_event names '.object | startswith("/home/shadow.new")'
+	no_event names '.object | startswith("/opt/shadow.new")'
 
 	rrun rt zone verify names --format json
 	assert_success
-	jq -e '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/home/shadow.bak"))' <<<"$stdout" >/dev/null ||
+	jq -e '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/opt/shadow.bak"))' <<<"$stdout" >/dev/null ||
 		fail "verify does not check the hard link: $stdout"
 }
 
