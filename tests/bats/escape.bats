@@ -72,6 +72,16 @@ jail_policy() {
 	EOF
 }
 
+# strict_refuses BUNDLE MESSAGE: a container "jail" of BUNDLE in the strict
+# zone jail is refused at create with MESSAGE, and nothing of it is left.
+strict_refuses() {
+	in_zone "$1" jail "$(jail_policy)"
+	rrun rt run -d --bundle "$(bundle_dir "$1")" jail
+	assert_failure 1
+	assert_match "$stderr" "$2"
+	assert_nothing_left jail
+}
+
 # check_is JSON NAME PASSED [DETAIL-SUBSTRING]: the report has check NAME with
 # that verdict (and detail).
 check_is() {
@@ -142,11 +152,7 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 	runc_delete esc
 
 	[[ $(backend) == landlock ]] || skip "bpf-lsm denies the write itself (enforce.bats, tests/vm/matrix.sh)"
-	in_zone b jail "$(jail_policy)"
-	rrun rt run -d --bundle "$(bundle_dir b)" jail
-	assert_failure 1
-	assert_match "$stderr" "refuses container jail: cgroup escape guard: /mnt/cg is a writable recursive bind of /sys/fs/cgroup, which holds the cgroup hierarchy /sys/fs/cgroup/"
-	assert_nothing_left jail
+	strict_refuses b "refuses container jail: cgroup escape guard: /mnt/cg is a writable recursive bind of /sys/fs/cgroup, which holds the cgroup hierarchy /sys/fs/cgroup/"
 
 	audit_verify_fails jail b "cgroup escape" "/mnt/cg is a writable recursive bind of /sys/fs/cgroup"
 	# It is a real route: audit admission means the container can leave.
@@ -169,11 +175,7 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 	assert_match "$stdout" "policy"
 	runc_delete esc
 
-	in_zone b jail "$(jail_policy)"
-	rrun rt run -d --bundle "$(bundle_dir b)" jail
-	assert_failure 1
-	assert_match "$stderr" "refuses container jail: enforcement reachable: /mnt/sys is a recursive bind of /sys, which holds the bpf filesystem /sys/fs/bpf"
-	assert_nothing_left jail
+	strict_refuses b "refuses container jail: enforcement reachable: /mnt/sys is a recursive bind of /sys, which holds the bpf filesystem /sys/fs/bpf"
 
 	audit_verify_fails jail b "enforcement reachable" "/mnt/sys is a recursive bind of /sys"
 	# The cgroup side of the same bind is closed (read-only all the way down).
@@ -230,11 +232,7 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 	runc_delete esc
 
 	[[ $(backend) == landlock ]] || skip "bpf-lsm denies the write itself (enforce.bats, tests/vm/matrix.sh)"
-	in_zone b jail "$(jail_policy)"
-	rrun rt run -d --bundle "$(bundle_dir b)" jail
-	assert_failure 1
-	assert_match "$stderr" "refuses container jail: cgroup escape guard: CAP_SYS_ADMIN can remount a read-only bind of a cgroup hierarchy read-write"
-	assert_nothing_left jail
+	strict_refuses b "refuses container jail: cgroup escape guard: CAP_SYS_ADMIN can remount a read-only bind of a cgroup hierarchy read-write"
 
 	audit_verify_fails jail b "cgroup escape" "remount"
 	rexec jail sh -c "$remount" sh "/mnt/cg$t"
@@ -292,11 +290,7 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 	assert_match "$stdout" "policy"
 	runc_delete esc
 
-	in_zone b jail "$(jail_policy)"
-	rrun rt run -d --bundle "$(bundle_dir b)" jail
-	assert_failure 1
-	assert_match "$stderr" "refuses container jail: enforcement reachable: /mnt/pins is a bind of $PIN_DIR, a bpf filesystem"
-	assert_nothing_left jail
+	strict_refuses b "refuses container jail: enforcement reachable: /mnt/pins is a bind of $PIN_DIR, a bpf filesystem"
 
 	audit_verify_fails jail b "enforcement reachable" "/mnt/pins is a bind of $PIN_DIR"
 }
@@ -311,11 +305,7 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 	assert_match "$stdout" "rauha.db"
 	runc_delete esc
 
-	in_zone b jail "$(jail_policy)"
-	rrun rt run -d --bundle "$(bundle_dir b)" jail
-	assert_failure 1
-	assert_match "$stderr" "refuses container jail: enforcement reachable: /mnt/state is a bind of $ROOT, which shows rauha's state root"
-	assert_nothing_left jail
+	strict_refuses b "refuses container jail: enforcement reachable: /mnt/state is a bind of $ROOT, which shows rauha's state root"
 
 	audit_verify_fails jail b "enforcement reachable" "state root"
 }
@@ -334,11 +324,7 @@ MOVE='echo $$ >"$1/cgroup.procs"; s=$?; grep "^0::" /proc/self/cgroup; exit $s'
 	assert_match "$stdout" "rauha.db"
 	runc_delete esc
 
-	in_zone b jail "$(jail_policy)"
-	rrun rt run -d --bundle "$(bundle_dir b)" jail
-	assert_failure 1
-	assert_match "$stderr" "refuses container jail: enforcement reachable: /mnt/proc is a bind of /proc, which shows a procfs of the host"
-	assert_nothing_left jail
+	strict_refuses b "refuses container jail: enforcement reachable: /mnt/proc is a bind of /proc, which shows a procfs of the host"
 
 	audit_verify_fails jail b "enforcement reachable" "procfs of the host"
 }
