@@ -343,6 +343,11 @@ func TestPresets(t *testing.T) {
 	if strict.Filesystem.WritablePaths == nil || !slices.Contains(*strict.Filesystem.WritablePaths, "/tmp") {
 		t.Errorf("strict must make the tree read-only except /tmp")
 	}
+	for _, name := range std.Syscalls.Deny {
+		if !slices.Contains(strict.Syscalls.Deny, name) {
+			t.Errorf("strict allows %s, which standard denies", name)
+		}
+	}
 	audit, _ := Preset("audit")
 	if audit.Zone.Mode != ModeAudit || audit.Zone.Admission != AdmissionAudit {
 		t.Errorf("audit zone settings %+v", audit.Zone)

@@ -103,6 +103,9 @@ func standardDeniedSyscalls() []string {
 //     /dev/full, the terminal);
 //   - no network egress at all, loopback included: in the host network
 //     namespace loopback reaches host daemons;
+//   - the syscalls standard denies: with no capabilities most of them fail
+//     anyway, but the keyrings, userfaultfd and perf_event_open do not need
+//     one, and strict must never allow what standard denies;
 //   - signals and ptrace only within the zone;
 //   - admission strict: refuse to start when a control cannot be enforced.
 //
@@ -117,7 +120,8 @@ func strictPreset(mode, admission string) *Policy {
 		Filesystem: Filesystem{WritablePaths: List(
 			"/dev/full", "/dev/null", "/dev/pts", "/dev/shm", "/dev/tty", "/dev/zero", "/tmp",
 		)},
-		Network: Network{AllowedEgress: List()},
+		Network:  Network{AllowedEgress: List()},
+		Syscalls: Syscalls{Deny: standardDeniedSyscalls()},
 	}
 }
 

@@ -75,3 +75,14 @@ runc_probe() {
 	rrun rt run --bundle "$(bundle_dir p)" p
 	assert_eq "$status $stdout" "0 ok"
 }
+
+@test "strict: keyctl and add_key, which need no capability, fail with EPERM as under standard" {
+	local call
+	for call in keyctl add_key; do
+		probe_bundle "s-$call" "$call"
+		cfg "s-$call" '.process.capabilities = {}'
+		in_zone "s-$call" tight strict
+		rrun rt run --bundle "$(bundle_dir "s-$call")" "s-$call"
+		assert_eq "$status $stdout" "1 EPERM"
+	done
+}
