@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/rauha-runtime/rauha/internal/process"
 	"github.com/rauha-runtime/rauha/libzone"
 )
 
@@ -91,12 +92,12 @@ func absPidFile(c *cli.Context) (string, error) {
 }
 
 // ioOptions reads the stdio flags shared by create, run and exec.
-func ioOptions(c *cli.Context) (libzone.IOOptions, error) {
+func ioOptions(c *cli.Context) (process.IOOptions, error) {
 	pidFile, err := absPidFile(c)
 	if err != nil {
-		return libzone.IOOptions{}, err
+		return process.IOOptions{}, err
 	}
-	return libzone.IOOptions{
+	return process.IOOptions{
 		Detach:        c.Bool("detach"),
 		ConsoleSocket: c.String("console-socket"),
 		PidfdSocket:   c.String("pidfd-socket"),

@@ -16,6 +16,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 
 	"github.com/rauha-runtime/rauha/bpf"
+	"github.com/rauha-runtime/rauha/internal/process"
 	"github.com/rauha-runtime/rauha/landlock"
 	"github.com/rauha-runtime/rauha/zone"
 )
@@ -271,7 +272,7 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 	noop := func() {}
 	if initPid != 0 {
 		root := procRoot(initPid)
-		if err := lookPathIn(root, p); err != nil {
+		if err := process.LookPathIn(root, p); err != nil {
 			return nil, noop, err
 		}
 		rs, _, err := landlock.BuildRuleset(root, rules)
@@ -300,7 +301,7 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 	}
 	started = func(pid int) error {
 		root := procRoot(pid)
-		if err := lookPathIn(root, &libcontainer.Process{Args: args, Env: p.Env, Cwd: p.Cwd}); err != nil {
+		if err := process.LookPathIn(root, &libcontainer.Process{Args: args, Env: p.Env, Cwd: p.Cwd}); err != nil {
 			return err
 		}
 		if _, err := landlock.Populate(rs, root, rules); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/utils"
 	"golang.org/x/sys/unix"
 
+	"github.com/rauha-runtime/rauha/internal/process"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
@@ -98,14 +99,14 @@ func (e *Engine) Start(id string) error {
 	default:
 		return fmt.Errorf("cannot start container %s in the %s state", id, status)
 	}
-	notify := newNotifySocket(sf.dir, os.Getenv("NOTIFY_SOCKET"))
+	notify := process.NewNotifySocket(sf.dir, os.Getenv("NOTIFY_SOCKET"))
 	if notify != nil {
-		if err := notify.bind(); err != nil {
+		if err := notify.Bind(); err != nil {
 			return err
 		}
 		defer notify.Close()
 	}
-	execStatus, err := watchExecStatus(sf.dir)
+	execStatus, err := process.WatchExecStatus(sf.dir)
 	if err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
@@ -113,7 +114,7 @@ func (e *Engine) Start(id string) error {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	if execStatus != nil {
-		if err := execStatus.wait(); err != nil {
+		if err := execStatus.Wait(); err != nil {
 			return fmt.Errorf("start container %s: %w", id, err)
 		}
 	}
@@ -130,7 +131,7 @@ func (e *Engine) Start(id string) error {
 		}
 	}
 	if notify != nil {
-		return notify.run(sf.Pid)
+		return notify.Run(sf.Pid)
 	}
 	return nil
 }

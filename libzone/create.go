@@ -13,12 +13,13 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rauha-runtime/rauha/bpf"
+	"github.com/rauha-runtime/rauha/internal/process"
 	"github.com/rauha-runtime/rauha/zone"
 )
 
 // CreateOptions are the flags of create and run.
 type CreateOptions struct {
-	IOOptions
+	process.IOOptions
 	NoPivot      bool // use MS_MOVE instead of pivot_root (ramdisk roots)
 	NoNewKeyring bool // keep the caller's session keyring
 	Keep         bool // run: keep the stopped container instead of deleting it
@@ -27,14 +28,14 @@ type CreateOptions struct {
 // Create creates container id from bundle and leaves its init waiting for
 // "start", as "rauha create" does.
 func (e *Engine) Create(id string, b *Bundle, o CreateOptions) error {
-	_, err := e.launch(id, b, o, actCreate)
+	_, err := e.launch(id, b, o, process.ActCreate)
 	return err
 }
 
 // Run creates and starts container id; in the foreground it waits for the
 // init, returns its exit status and deletes the container.
 func (e *Engine) Run(id string, b *Bundle, o CreateOptions) (int, error) {
-	return e.launch(id, b, o, actRun)
+	return e.launch(id, b, o, process.ActRun)
 }
 
 // launch is the create sequence of docs/design.md ("Lifecycle"), top to bottom:
@@ -42,7 +43,7 @@ func (e *Engine) Run(id string, b *Bundle, o CreateOptions) (int, error) {
 // init waits on the exec fifo → the init's cgroup joins the zone → the
 // container is recorded as created. Any failure undoes every earlier step,
 // so a failed create leaves no state directory, cgroup or record behind.
-func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (status int, retErr error) {
+func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act process.Action) (status int, retErr error) {
 	if err := zone.ValidateName("container id", id); err != nil {
 		return -1, err
 	}
@@ -67,9 +68,9 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	// Past the refusals that need no more than a stat: from here on the
 	// init will be forked and moved into its cgroups.
 	go primeCgroupAttach()
-	notify := newNotifySocket(e.stateDir(id), os.Getenv("NOTIFY_SOCKET"))
+	notify := process.NewNotifySocket(e.stateDir(id), os.Getenv("NOTIFY_SOCKET"))
 	if notify != nil {
-		notify.setupSpec(spec)
+		notify.SetupSpec(spec)
 	}
 	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName:       id,
@@ -171,17 +172,17 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	if err != nil {
 		return -1, fmt.Errorf("create container %s: %w", id, err)
 	}
-	if act == actCreate {
+	if act == process.ActCreate {
 		if err := savePoststart(e.stateDir(id), spec); err != nil {
 			return -1, err
 		}
 	}
 	if notify != nil {
-		if err := notify.setupDir(); err != nil {
+		if err := notify.SetupDir(); err != nil {
 			return -1, err
 		}
-		if act == actRun {
-			if err := notify.bind(); err != nil {
+		if act == process.ActRun {
+			if err := notify.Bind(); err != nil {
 				return -1, err
 			}
 			defer notify.Close()
@@ -189,16 +190,15 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	}
 	var started func(pid int) error
 	var execStatus *os.File
-	r := &runner{
-		lc:        lc,
-		act:       act,
-		io:        o.IOOptions,
-		stateDir:  e.stateDir(id),
-		listenFDs: socketActivationFiles(),
-		notify:    notify,
-		prepare: func(p *libcontainer.Process) (func(), error) {
+	r := &process.Runner{
+		Container: lc,
+		Action:    act,
+		IO:        o.IOOptions,
+		StateDir:  e.stateDir(id),
+		Notify:    notify,
+		Prepare: func(p *libcontainer.Process) (func(), error) {
 			limitCapabilities(p, policy)
-			status, err := newExecStatus(e.stateDir(id))
+			status, err := process.NewExecStatus(e.stateDir(id))
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +206,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 			started, release, err = enf.PrepareProcess(z, config, p, 0, status)
 			if err != nil || !slices.Contains(p.ExtraFiles, status) {
 				// Not started through the shim: nothing will report.
-				discardExecStatus(status)
+				process.DiscardExecStatus(status)
 				return release, err
 			}
 			execStatus = status
@@ -215,7 +215,7 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 		// 5. While the init waits: its rules are completed, its cgroup
 		// joins the zone, and the record says it is created. No user code
 		// has run yet.
-		ready: func(pid int) error {
+		Ready: func(pid int) error {
 			if execStatus != nil {
 				// The init has its own copy; with ours open, the reader
 				// would never see the end of the shim's.
@@ -233,15 +233,15 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 			return e.markCreated(adm, pid, cgid)
 		},
 	}
-	if act == actRun {
+	if act == process.ActRun {
 		hooks := poststartHooks(spec)
-		r.started = func() error { return (&Container{e: e, lc: lc}).runPoststart(b.Dir, hooks) }
+		r.Started = func() error { return (&Container{e: e, lc: lc}).runPoststart(b.Dir, hooks) }
 	}
-	status, err = r.run(spec.Process)
+	status, err = r.Run(spec.Process)
 	if err != nil {
 		return -1, err
 	}
-	if act == actRun && !o.Detach && !o.Keep {
+	if act == process.ActRun && !o.Detach && !o.Keep {
 		c := &Container{e: e, lc: lc}
 		if err := c.destroy(); err != nil {
 			return status, err

@@ -8,6 +8,8 @@ import (
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/rauha-runtime/rauha/internal/process"
 )
 
 // BaseProcess is the process of the container's bundle config, the base
@@ -53,7 +55,7 @@ func parseProcess(name string, r io.Reader) (*specs.Process, error) {
 
 // ExecOptions are exec's options beyond how the process is wired.
 type ExecOptions struct {
-	IOOptions
+	process.IOOptions
 	// IgnorePaused lets a process into a paused container; it runs once
 	// the container is resumed.
 	IgnorePaused bool
@@ -102,19 +104,19 @@ func (c *Container) Exec(p *specs.Process, o ExecOptions) (int, error) {
 	}
 	defer enf.Close()
 	cfg := c.lc.Config()
-	r := &runner{
-		lc:  c.lc,
-		act: actExec,
-		io:  o.IOOptions,
+	r := &process.Runner{
+		Container: c.lc,
+		Action:    process.ActExec,
+		IO:        o.IOOptions,
 		// An exec'd process enters the zone exactly like the init: the same
 		// capability limits and the same rules, built from the running
 		// container's root.
-		prepare: func(lp *libcontainer.Process) (func(), error) {
+		Prepare: func(lp *libcontainer.Process) (func(), error) {
 			lp.SubCgroupPaths = o.SubCgroupPaths
 			limitCapabilities(lp, &z.Policy)
 			_, release, err := enf.PrepareProcess(z, &cfg, lp, st.InitProcessPid, nil)
 			return release, err
 		},
 	}
-	return r.run(p)
+	return r.Run(p)
 }

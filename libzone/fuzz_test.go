@@ -3,15 +3,12 @@ package libzone
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/specconv"
-	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/zone"
 )
@@ -112,10 +109,10 @@ func FuzzSpecConversion(f *testing.F) {
 	})
 }
 
-// FuzzParseProcess feeds exec --process bytes through parsing, validation
-// and the conversion to a libcontainer process. Invariants: no panic; an
-// accepted process has args and an absolute cwd, survives a JSON round trip,
-// and converts to a process with the same args, cwd and user.
+// FuzzParseProcess feeds exec --process bytes through parsing and
+// validation (internal/process's FuzzNewProcess fuzzes the conversion to a
+// libcontainer process). Invariants: no panic; an accepted process has args
+// and an absolute cwd, and survives a JSON round trip.
 func FuzzParseProcess(f *testing.F) {
 	if b, err := json.Marshal(ExampleSpec(false).Process); err == nil {
 		f.Add(b)
@@ -155,96 +152,5 @@ func FuzzParseProcess(f *testing.F) {
 		if b2, _ := json.Marshal(again); !bytes.Equal(b1, b2) {
 			t.Fatalf("JSON round trip changed the process:\n%s\n%s", b1, b2)
 		}
-		lp, err := newProcess(p)
-		if err != nil {
-			return
-		}
-		if !slices.Equal(lp.Args, p.Args) || lp.Cwd != p.Cwd || lp.UID != int(p.User.UID) || lp.GID != int(p.User.GID) {
-			t.Fatalf("conversion changed the process: %+v -> %+v", p, lp)
-		}
-		if lp.UID < 0 || lp.GID < 0 {
-			t.Fatalf("uid/gid %d/%d wrapped negative", lp.UID, lp.GID)
-		}
-		// Ambient capabilities pass unchanged: libcontainer warns about
-		// those it cannot raise, as runc does.
-		if c := lp.Capabilities; c != nil && !slices.Equal(c.Ambient, p.Capabilities.Ambient) {
-			t.Fatalf("ambient capabilities changed: %v -> %v", p.Capabilities.Ambient, c.Ambient)
-		}
 	})
-}
-
-// FuzzRecvFile sends what a console-socket peer may send (any name bytes,
-// zero to three descriptors) over a real socket pair to RecvFile, the
-// receiving side of --console-socket. Invariants: no panic; it succeeds
-// only for exactly one descriptor, which then is the one sent, with the name
-// sent; and it never leaks a descriptor, whatever it received.
-func FuzzRecvFile(f *testing.F) {
-	f.Add([]byte("/dev/pts/3"), uint8(1))
-	f.Add([]byte("/dev/pts/0"), uint8(2))
-	f.Add([]byte("x"), uint8(3))
-	f.Add([]byte("/dev/pts/1"), uint8(0))
-	f.Add(bytes.Repeat([]byte("a"), 5000), uint8(1))
-	f.Fuzz(func(t *testing.T, name []byte, nfds uint8) {
-		if len(name) == 0 {
-			// A stream socket carries no descriptor without a byte of data.
-			return
-		}
-		nfds %= 4
-		sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		send, recv := os.NewFile(uintptr(sp[0]), "send"), os.NewFile(uintptr(sp[1]), "recv")
-		defer send.Close()
-		defer recv.Close()
-		sent, err := os.Open("/dev/null")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sent.Close()
-		before := openFDs(t)
-		fds := make([]int, nfds)
-		for i := range fds {
-			fds[i] = int(sent.Fd())
-		}
-		var oob []byte
-		if nfds > 0 {
-			oob = unix.UnixRights(fds...)
-		}
-		if err := unix.Sendmsg(sp[0], name, oob, nil, 0); err != nil {
-			t.Fatalf("sendmsg: %v", err)
-		}
-		got, err := RecvFile(recv)
-		if err != nil {
-			if nfds == 1 {
-				t.Fatalf("one descriptor sent, RecvFile failed: %v", err)
-			}
-			if n := openFDs(t); n != before {
-				t.Fatalf("failed RecvFile leaked descriptors: %d open, %d before", n, before)
-			}
-			return
-		}
-		if nfds != 1 {
-			t.Fatalf("RecvFile accepted %d descriptors", nfds)
-		}
-		var a, b unix.Stat_t
-		if unix.Fstat(int(got.Fd()), &a) != nil || unix.Fstat(int(sent.Fd()), &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
-			t.Fatal("received descriptor is not the one sent")
-		}
-		if want := string(name[:min(len(name), 4096)]); got.Name() != want {
-			t.Fatalf("name %q, sent %q", got.Name(), want)
-		}
-		got.Close()
-		if n := openFDs(t); n != before {
-			t.Fatalf("RecvFile leaked descriptors: %d open, %d before", n, before)
-		}
-	})
-}
-
-func openFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }

@@ -163,7 +163,8 @@ run_clients_install() {
 run_fuzz() {
 	local rc=0 t log
 	for t in zone:FuzzParsePolicy zone:FuzzParseEgress zone:FuzzValidateName \
-		libzone:FuzzSpecConversion libzone:FuzzParseProcess libzone:FuzzRecvFile; do
+		libzone:FuzzSpecConversion libzone:FuzzParseProcess \
+		internal/process:FuzzNewProcess internal/process:FuzzRecvFile; do
 		log=$LOGDIR/fuzz-${t#*:}.log
 		if limited 300 go test -run='^$' -fuzz="^${t#*:}\$" -fuzztime="${FUZZTIME:-100000x}" "./${t%%:*}/" >"$log" 2>&1; then
 			echo "${t#*:}: $(grep -E '^fuzz: elapsed' "$log" | tail -1)"

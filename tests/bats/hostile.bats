@@ -3,7 +3,8 @@
 # 1 or 255 for exec), no panic, and nothing left behind (state dir, cgroup,
 # container or zone record, BPF pins). The parsers behind these inputs are
 # also fuzzed (zone: FuzzValidateName, FuzzParsePolicy; libzone:
-# FuzzSpecConversion, FuzzParseProcess, FuzzRecvFile).
+# FuzzSpecConversion, FuzzParseProcess; internal/process: FuzzNewProcess,
+# FuzzRecvFile).
 
 load helpers
 

@@ -2,7 +2,7 @@
 // https://github.com/opencontainers/runc, Copyright The runc Authors, Apache
 // License 2.0; modified for Rauha (see NOTICE).
 
-package libzone
+package process
 
 import (
 	"errors"
@@ -29,42 +29,47 @@ type IOOptions struct {
 	NoSubreaper   bool   // do not become the subreaper of the process's children
 }
 
-type action int
+// Action is what Runner.Run does with its process.
+type Action int
 
 const (
-	actCreate action = iota // start the init, leave it waiting on the exec fifo
-	actRun                  // start the init, then let it run
-	actExec                 // start an additional process in a running container
+	ActCreate Action = iota // start the init, leave it waiting on the exec fifo
+	ActRun                  // start the init, then let it run
+	ActExec                 // start an additional process in a running container
 )
 
-// runner starts one process of a container and, in the foreground, relays
+// Runner starts one process of a container and, in the foreground, relays
 // its stdio and signals until it exits.
-type runner struct {
-	lc        *libcontainer.Container
-	act       action
-	io        IOOptions
-	stateDir  string // the container's state directory (actRun)
-	listenFDs []*os.File
-	notify    *notifySocket
-	// ready runs once the process exists and before it executes user code:
+type Runner struct {
+	Container *libcontainer.Container
+	Action    Action
+	IO        IOOptions
+	StateDir  string // the container's state directory (ActRun)
+	Notify    *NotifySocket
+	// Ready runs once the process exists and before it executes user code:
 	// for an init, while it waits on the exec fifo. It is where the zone
 	// takes hold of the container.
-	ready func(pid int) error
-	// started runs once the container's user process runs (actRun only):
+	Ready func(pid int) error
+	// Started runs once the container's user process runs (ActRun only):
 	// the poststart hooks.
-	started func() error
-	// prepare may change the process before it starts (exec enforcement).
-	prepare func(p *libcontainer.Process) (release func(), err error)
+	Started func() error
+	// Prepare may change the process before it starts (exec enforcement).
+	Prepare func(p *libcontainer.Process) (release func(), err error)
 }
 
-// run starts spec as the container's process and returns its exit status in
-// the foreground, 0 when detached.
-func (r *runner) run(spec *specs.Process) (int, error) {
-	detach := r.io.Detach || r.act == actCreate
-	if detach && spec.Terminal && r.io.ConsoleSocket == "" {
+// Run starts spec as the container's process and returns its exit status in
+// the foreground, 0 when detached. An init gets the socket-activation fds
+// passed to rauha.
+func (r *Runner) Run(spec *specs.Process) (int, error) {
+	var listenFDs []*os.File
+	if r.Action != ActExec {
+		listenFDs = socketActivationFiles()
+	}
+	detach := r.IO.Detach || r.Action == ActCreate
+	if detach && spec.Terminal && r.IO.ConsoleSocket == "" {
 		return -1, errors.New("a terminal was requested with --detach (or create) but no --console-socket was given to send it to")
 	}
-	if (!detach || !spec.Terminal) && r.io.ConsoleSocket != "" {
+	if (!detach || !spec.Terminal) && r.IO.ConsoleSocket != "" {
 		return -1, errors.New("--console-socket needs a terminal (process.terminal=true) and a detached process")
 	}
 	p, err := newProcess(spec)
@@ -72,27 +77,27 @@ func (r *runner) run(spec *specs.Process) (int, error) {
 		return -1, err
 	}
 	p.LogLevel = strconv.Itoa(int(logrus.GetLevel()))
-	p.Init = r.act != actExec
-	if len(r.listenFDs) > 0 {
-		p.Env = append(p.Env, "LISTEN_FDS="+strconv.Itoa(len(r.listenFDs)), "LISTEN_PID=1")
-		p.ExtraFiles = append(p.ExtraFiles, r.listenFDs...)
+	p.Init = r.Action != ActExec
+	if len(listenFDs) > 0 {
+		p.Env = append(p.Env, "LISTEN_FDS="+strconv.Itoa(len(listenFDs)), "LISTEN_PID=1")
+		p.ExtraFiles = append(p.ExtraFiles, listenFDs...)
 	}
 	base := 3 + len(p.ExtraFiles)
-	for fd := base; fd < base+r.io.PreserveFDs; fd++ {
+	for fd := base; fd < base+r.IO.PreserveFDs; fd++ {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
-			return -1, fmt.Errorf("--preserve-fds=%d: fd %d is not open", r.io.PreserveFDs, fd)
+			return -1, fmt.Errorf("--preserve-fds=%d: fd %d is not open", r.IO.PreserveFDs, fd)
 		}
 		p.ExtraFiles = append(p.ExtraFiles, os.NewFile(uintptr(fd), "preserved-fd-"+strconv.Itoa(fd)))
 	}
-	if r.prepare != nil {
-		release, err := r.prepare(p)
+	if r.Prepare != nil {
+		release, err := r.Prepare(p)
 		if err != nil {
 			return -1, err
 		}
 		defer release()
 	}
-	if r.io.PidfdSocket != "" {
-		sock, err := dialUnix(r.io.PidfdSocket)
+	if r.IO.PidfdSocket != "" {
+		sock, err := dialUnix(r.IO.PidfdSocket)
 		if err != nil {
 			return -1, fmt.Errorf("--pidfd-socket: %w", err)
 		}
@@ -100,17 +105,17 @@ func (r *runner) run(spec *specs.Process) (int, error) {
 		defer sock.Close()
 		p.PidfdSocket = sock
 	}
-	relay := newSignalRelay(!r.io.NoSubreaper, r.notify)
-	io, err := setupIO(p, r.lc, spec.Terminal, detach, r.io.ConsoleSocket)
+	relay := newSignalRelay(!r.IO.NoSubreaper, r.Notify)
+	io, err := setupIO(p, r.Container, spec.Terminal, detach, r.IO.ConsoleSocket)
 	if err != nil {
 		return -1, err
 	}
 	defer io.Close()
 
-	if r.act == actExec {
-		err = r.lc.Run(p)
+	if r.Action == ActExec {
+		err = r.Container.Run(p)
 	} else {
-		err = r.lc.Start(p)
+		err = r.Container.Start(p)
 	}
 	if err != nil {
 		return -1, err
@@ -125,36 +130,36 @@ func (r *runner) run(spec *specs.Process) (int, error) {
 		terminate(p)
 		return -1, err
 	}
-	if r.ready != nil {
-		if err := r.ready(pid); err != nil {
+	if r.Ready != nil {
+		if err := r.Ready(pid); err != nil {
 			terminate(p)
 			return -1, err
 		}
 	}
-	if r.io.PidFile != "" {
-		if err := writePidFile(r.io.PidFile, pid); err != nil {
+	if r.IO.PidFile != "" {
+		if err := writePidFile(r.IO.PidFile, pid); err != nil {
 			terminate(p)
 			return -1, err
 		}
 	}
-	if r.act == actRun {
-		status, err := watchExecStatus(r.stateDir)
+	if r.Action == ActRun {
+		status, err := WatchExecStatus(r.StateDir)
 		if err != nil {
 			terminate(p)
 			return -1, err
 		}
-		if err := r.lc.Exec(); err != nil {
+		if err := r.Container.Exec(); err != nil {
 			terminate(p)
 			return -1, fmt.Errorf("start the container process: %w", err)
 		}
 		if status != nil {
-			if err := status.wait(); err != nil {
+			if err := status.Wait(); err != nil {
 				terminate(p)
 				return -1, err
 			}
 		}
-		if r.started != nil {
-			if err := r.started(); err != nil {
+		if r.Started != nil {
+			if err := r.Started(); err != nil {
 				terminate(p)
 				return -1, err
 			}

@@ -1,4 +1,4 @@
-package libzone
+package process
 
 import (
 	"errors"
@@ -22,9 +22,9 @@ const execStatusName = "exec.status"
 // is the only way to reach the limit, and then start reports nothing.
 const execStatusLimit = 10 * time.Second
 
-// newExecStatus makes the FIFO in dir and returns an end the container's
+// NewExecStatus makes the FIFO in dir and returns an end the container's
 // init writes to. The caller closes its copy once the init has it.
-func newExecStatus(dir string) (*os.File, error) {
+func NewExecStatus(dir string) (*os.File, error) {
 	path := filepath.Join(dir, execStatusName)
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return nil, fmt.Errorf("make %s: %w", path, err)
@@ -38,22 +38,22 @@ func newExecStatus(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// discardExecStatus removes a status FIFO that no process was given.
-func discardExecStatus(f *os.File) {
+// DiscardExecStatus removes a status FIFO that no process was given.
+func DiscardExecStatus(f *os.File) {
 	os.Remove(f.Name())
 	f.Close()
 }
 
-// execStatusReader is the reading end, opened before the init is let go:
+// ExecStatusReader is the reading end, opened before the init is let go:
 // what a writer leaves in a FIFO nobody has open is lost.
-type execStatusReader struct {
+type ExecStatusReader struct {
 	path string
 	fd   int
 }
 
-// watchExecStatus opens dir's status FIFO for reading; nil when there is
+// WatchExecStatus opens dir's status FIFO for reading; nil when there is
 // none (the workload is not started through the shim).
-func watchExecStatus(dir string) (*execStatusReader, error) {
+func WatchExecStatus(dir string) (*ExecStatusReader, error) {
 	path := filepath.Join(dir, execStatusName)
 	// O_NONBLOCK: the open must not wait for a writer (an init that died
 	// holds none); the reads then block until the shim writes or closes.
@@ -68,12 +68,12 @@ func watchExecStatus(dir string) (*execStatusReader, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &execStatusReader{path: path, fd: fd}, nil
+	return &ExecStatusReader{path: path, fd: fd}, nil
 }
 
-// wait returns the shim's report as an error once the init has executed
+// Wait returns the shim's report as an error once the init has executed
 // the workload (nil) or failed to, and removes the FIFO.
-func (r *execStatusReader) wait() error {
+func (r *ExecStatusReader) Wait() error {
 	defer os.Remove(r.path)
 	done := make(chan string, 1)
 	go func() {

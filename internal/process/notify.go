@@ -2,7 +2,7 @@
 // https://github.com/opencontainers/runc, Copyright The runc Authors, Apache
 // License 2.0; modified for Rauha (see NOTICE).
 
-package libzone
+package process
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// notifySocket passes sd_notify READY messages from the container to the
+// NotifySocket passes sd_notify READY messages from the container to the
 // caller's NOTIFY_SOCKET (systemd, podman's sdnotify), as runc does: the
 // container gets its own socket at /run/notify/notify.sock, and rauha relays
 // READY= plus MAINPID=<container init> to the host socket.
-type notifySocket struct {
+type NotifySocket struct {
 	socket     *net.UnixConn
 	host       string
 	socketPath string
@@ -31,14 +31,19 @@ type notifySocket struct {
 
 const notifyDirInContainer = "/run/notify"
 
-func newNotifySocket(stateDir, host string) *notifySocket {
+// NewNotifySocket prepares the relay to the caller's socket host (the
+// NOTIFY_SOCKET rauha was given); nil without one. The container's socket
+// is in stateDir.
+func NewNotifySocket(stateDir, host string) *NotifySocket {
 	if host == "" {
 		return nil
 	}
-	return &notifySocket{host: host, socketPath: filepath.Join(stateDir, "notify", "notify.sock")}
+	return &NotifySocket{host: host, socketPath: filepath.Join(stateDir, "notify", "notify.sock")}
 }
 
-func (s *notifySocket) setupSpec(spec *specs.Spec) {
+// SetupSpec bind-mounts the container's socket directory into spec and
+// points the process's NOTIFY_SOCKET at it.
+func (s *NotifySocket) SetupSpec(spec *specs.Spec) {
 	spec.Mounts = append(spec.Mounts, specs.Mount{
 		Destination: notifyDirInContainer,
 		Source:      filepath.Dir(s.socketPath),
@@ -47,14 +52,16 @@ func (s *notifySocket) setupSpec(spec *specs.Spec) {
 	spec.Process.Env = append(spec.Process.Env, "NOTIFY_SOCKET="+filepath.Join(notifyDirInContainer, filepath.Base(s.socketPath)))
 }
 
-func (s *notifySocket) setupDir() error {
+// SetupDir makes the directory of the container's socket.
+func (s *NotifySocket) SetupDir() error {
 	if err := os.Mkdir(filepath.Dir(s.socketPath), 0o755); err != nil {
 		return fmt.Errorf("notify socket directory: %w", err)
 	}
 	return nil
 }
 
-func (s *notifySocket) bind() error {
+// Bind creates the container's socket.
+func (s *NotifySocket) Bind() error {
 	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: s.socketPath, Net: "unixgram"})
 	if err != nil {
 		return fmt.Errorf("notify socket: %w", err)
@@ -68,15 +75,16 @@ func (s *notifySocket) bind() error {
 	return nil
 }
 
-func (s *notifySocket) Close() {
+// Close closes the container's socket; s may be nil.
+func (s *NotifySocket) Close() {
 	if s != nil && s.socket != nil {
 		s.socket.Close()
 	}
 }
 
-// run waits for READY= from the container and passes it on with MAINPID,
+// Run waits for READY= from the container and passes it on with MAINPID,
 // returning early if pid1 exits first.
-func (s *notifySocket) run(pid1 int) error {
+func (s *NotifySocket) Run(pid1 int) error {
 	if s.socket == nil {
 		return nil
 	}

@@ -2,7 +2,7 @@
 // https://github.com/opencontainers/runc, Copyright The runc Authors, Apache
 // License 2.0; modified for Rauha (see NOTICE).
 
-package libzone
+package process
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package libzone
+package process
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lookPathIn checks that p's executable exists in the container whose root
+// LookPathIn checks that p's executable exists in the container whose root
 // is root, the way libcontainer's init looks it up before it execs. When a
 // zone wraps the process in its exec shim, the shim does the PATH search,
 // so without this check a missing command would surface only as exit 127
 // after start; clients (docker, podman) expect create to fail with runc's
 // message instead.
-func lookPathIn(root string, p *libcontainer.Process) error {
+func LookPathIn(root string, p *libcontainer.Process) error {
 	if len(p.Args) == 0 {
 		return errors.New("the process has no args")
 	}

@@ -2,7 +2,7 @@
 // Copyright The runc Authors, Apache License 2.0; modified for Rauha (see
 // NOTICE).
 
-package libzone
+package process
 
 import (
 	"os"
@@ -21,13 +21,13 @@ const signalBufferSize = 2048
 
 type signalRelay struct {
 	signals chan os.Signal
-	notify  *notifySocket
+	notify  *NotifySocket
 }
 
 // newSignalRelay starts catching signals before the process starts, so none
 // sent in between is lost. SIGCHLD is registered synchronously; the rest in a
 // goroutine because signal.Notify for all signals is slow.
-func newSignalRelay(subreaper bool, notify *notifySocket) chan *signalRelay {
+func newSignalRelay(subreaper bool, notify *NotifySocket) chan *signalRelay {
 	if subreaper {
 		if err := system.SetSubreaper(1); err != nil {
 			logrus.Warn(err)
@@ -55,11 +55,11 @@ func (h *signalRelay) forward(p *libcontainer.Process, io *stdio, detach bool) (
 	}
 	if h.notify != nil {
 		if detach {
-			_ = h.notify.run(pid1)
+			_ = h.notify.Run(pid1)
 			return 0, nil
 		}
-		_ = h.notify.run(os.Getpid())
-		go func() { _ = h.notify.run(0) }()
+		_ = h.notify.Run(os.Getpid())
+		go func() { _ = h.notify.Run(0) }()
 	}
 	io.resize()
 	for s := range h.signals {

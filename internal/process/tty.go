@@ -3,7 +3,7 @@
 // Copyright The runc Authors, Apache License 2.0; modified for Rauha (see
 // NOTICE).
 
-package libzone
+package process
 
 import (
 	"errors"
@@ -130,7 +130,7 @@ func (t *stdio) initHostConsole() error {
 // relayConsole receives the container's pty master and copies it to and
 // from rauha's own terminal.
 func (t *stdio) relayConsole(sock *os.File) (retErr error) {
-	f, err := RecvFile(sock)
+	f, err := recvFile(sock)
 	if err != nil {
 		return err
 	}
@@ -242,8 +242,8 @@ func dialUnix(path string) (*os.File, error) {
 	return f, nil
 }
 
-// RecvFile receives one file descriptor over a unix socket (SCM_RIGHTS).
-func RecvFile(sock *os.File) (*os.File, error) {
+// recvFile receives one file descriptor over a unix socket (SCM_RIGHTS).
+func recvFile(sock *os.File) (*os.File, error) {
 	name := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4))
 	var (
