@@ -38,17 +38,33 @@ type kernelEnforcer struct {
 }
 
 // enforcer opens the kernel side of this root: the pinned programs and maps,
-// installing them when missing. The backend a pin directory was installed
-// with is kept; a fresh one is probed by loading a real LSM program.
+// installing them when missing.
 func (e *Engine) enforcer() (Enforcer, error) {
-	dir := bpf.PinDirFor(e.root)
-	lsm, known := bpf.InstalledBackend(dir)
-	if !known {
-		var err error
-		if lsm, err = bpf.Probe(); err != nil {
-			return nil, fmt.Errorf("probe for BPF-LSM support: %w", err)
-		}
+	lsm, err := e.kernelBackend()
+	if err != nil {
+		return nil, err
 	}
+	return e.openEnforcer(lsm)
+}
+
+// kernelBackend tells whether this root enforces with bpf-lsm: the backend
+// its pin directory was installed with is kept; without pins a probe loads
+// a real LSM program. It installs nothing, so create can take every
+// admission decision before the kernel holds anything of the container.
+func (e *Engine) kernelBackend() (lsm bool, err error) {
+	if lsm, known := bpf.InstalledBackend(bpf.PinDirFor(e.root)); known {
+		return lsm, nil
+	}
+	if lsm, err = bpf.Probe(); err != nil {
+		return false, fmt.Errorf("probe for BPF-LSM support: %w", err)
+	}
+	return lsm, nil
+}
+
+// openEnforcer is enforcer with the backend kernelBackend found.
+func (e *Engine) openEnforcer(lsm bool) (Enforcer, error) {
+	dir := bpf.PinDirFor(e.root)
+	_, known := bpf.InstalledBackend(dir)
 	k, err := bpf.Open(dir, e.root, lsm)
 	if errors.Is(err, bpf.ErrLayoutChanged) {
 		// The pinned maps of another rauha cannot be carried over: install
@@ -116,15 +132,21 @@ func (ke *kernelEnforcer) Backend() string {
 func (ke *kernelEnforcer) Close() error { return ke.k.Close() }
 
 func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []string {
+	return unavailableControls(p, cfg, ke.k.LSM())
+}
+
+// unavailableControls is Unavailable of the backend lsm names; create's
+// admission asks it before the enforcer is opened (kernelBackend).
+func unavailableControls(p *zone.Policy, cfg *configs.Config, lsm bool) []string {
 	var out []string
-	p = ke.landlockPolicy(p) // what is left to Landlock (filedeny.go)
-	if hasPathRules(landlockRules(p, nil, ke.k.LSM())) && p.Zone.Mode == zone.ModeAudit {
+	p = landlockPart(p, lsm) // what is left to Landlock (filedeny.go)
+	if hasPathRules(landlockRules(p, nil, lsm)) && p.Zone.Mode == zone.ModeAudit {
 		// Landlock has no "log and allow": an audit zone's file rules would
 		// either deny or not apply at all.
 		out = append(out, "filesystem and exec rules in audit mode")
 	}
 	abi := landlock.ABI()
-	if cfg != nil && landlockRules(p, cfg, ke.k.LSM()).ScopeSignals && abi < 6 {
+	if cfg != nil && landlockRules(p, cfg, lsm).ScopeSignals && abi < 6 {
 		// Nothing else stands between zones that share a pid namespace on
 		// the fallback (found on 6.1 in the VM lane: a zone killed another).
 		out = append(out, fmt.Sprintf("signals: the container shares a pid namespace and Landlock ABI %d cannot scope signals (6 is needed)", abi))

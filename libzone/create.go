@@ -38,140 +38,165 @@ func (e *Engine) Run(id string, b *Bundle, o CreateOptions) (int, error) {
 	return e.launch(id, b, o, process.ActRun)
 }
 
-// launch is the create sequence of docs/design.md ("Lifecycle"), top to bottom:
-// store the zone and its policy → libcontainer builds the container and its
-// init waits on the exec fifo → the init's cgroup joins the zone → the
-// container is recorded as created. Any failure undoes every earlier step,
-// so a failed create leaves no state directory, cgroup or record behind.
+// launch is the create sequence of docs/design.md ("Lifecycle"), top to
+// bottom. Every decision comes before the first write: checks that need no
+// state, then the zone and whether it admits the container, and only then
+// the records, the kernel and the container itself. From persist on, any
+// failure undoes every earlier step (undoCreate), so a failed create leaves
+// no state directory, cgroup, record, new zone or kernel state behind.
 func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act process.Action) (status int, retErr error) {
-	if err := zone.ValidateName("container id", id); err != nil {
+	if err := e.checkRequest(id, b); err != nil {
 		return -1, err
-	}
-	spec := b.Spec
-	if err := ValidateProcess(spec.Process); err != nil {
-		return -1, fmt.Errorf("%s: %w", filepath.Join(b.Dir, "config.json"), err)
-	}
-	if ok, err := e.exists(id); err != nil {
-		return -1, err
-	} else if ok {
-		return -1, fmt.Errorf("container %s already exists in %s", id, e.root)
-	}
-	rootfs := spec.Root.Path
-	if !filepath.IsAbs(rootfs) {
-		rootfs = filepath.Join(b.Dir, rootfs)
-	}
-	if fi, err := os.Stat(rootfs); err != nil {
-		return -1, fmt.Errorf("rootfs %s: %w", rootfs, unwrapPathError(err))
-	} else if !fi.IsDir() {
-		return -1, fmt.Errorf("rootfs %s: not a directory", rootfs)
 	}
 	// Past the refusals that need no more than a stat: from here on the
 	// init will be forked and moved into its cgroups.
 	go primeCgroupAttach()
 	notify := process.NewNotifySocket(e.stateDir(id), os.Getenv("NOTIFY_SOCKET"))
 	if notify != nil {
-		notify.SetupSpec(spec)
+		notify.SetupSpec(b.Spec)
 	}
-	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
-		CgroupName:       id,
-		UseSystemdCgroup: e.systemdCgroup,
-		NoPivotRoot:      o.NoPivot,
-		NoNewKeyring:     o.NoNewKeyring,
-		Spec:             spec,
-		RootlessEUID:     os.Geteuid() != 0,
-	})
-	if err != nil {
-		return -1, fmt.Errorf("%s: %w", filepath.Join(b.Dir, "config.json"), err)
-	}
-
-	// 1. The zone and its policy are stored before anything reaches the
-	// kernel.
-	adm, err := e.admit(id, b.Dir, config.Cgroups.Path, spec.Annotations)
+	a, err := e.admitAndStore(id, b, o)
 	if err != nil {
 		return -1, err
 	}
-	enf, err := e.enforcer()
+	enf, err := e.openEnforcer(a.lsm)
 	if err != nil {
-		e.forgetQuietly(nil, id, adm.zone.Name, adm.rec)
+		e.forgetQuietly(nil, id, a.zone.Name, a.rec)
 		return -1, err
 	}
 	defer enf.Close()
 	var lc *libcontainer.Container
 	defer func() {
-		if retErr == nil {
-			return
-		}
-		if lc != nil {
-			if err := lc.Destroy(); err != nil {
-				logrus.Warnf("clean up container %s after failed create: %v", id, err)
-			}
-		}
-		e.forgetQuietly(enf, id, adm.zone.Name, adm.rec)
-		if adm.newZone {
-			// The zone came with this container's annotations: a refused
-			// container must not leave it behind.
-			e.dropEmptyZone(enf, adm.zone.Name)
-		}
-		// A refused first container leaves no kernel programs or pins
-		// behind either: a root without zones needs none.
-		if _, err := e.uninstallIfNoZones(enf); err != nil {
-			logrus.Warnf("remove kernel programs after failed create: %v", err)
+		if retErr != nil {
+			e.undoCreate(enf, lc, a)
 		}
 	}()
-
-	// 2. Admission: controls the policy asks for that cannot be had.
-	z := adm.zone
-	policy := &z.Policy
-	conflicts := append(applyConfigControls(config, policy), enf.Unavailable(policy, config)...)
-	conflicts = append(conflicts, execRoutes(config, policy)...)
-	conflicts = append(conflicts, loaderRoutes(config, policy)...)
-	routes, err := admitEscapeRoutes(config, policy, e.root, enf.Backend() == BackendLSM)
-	if err != nil {
-		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
-	}
-	conflicts = append(conflicts, routes...)
-	shared, err := e.sharedPidNSConflicts(z, config, enf.Backend() == BackendLSM)
-	if err != nil {
-		return -1, fmt.Errorf("zone %s: container %s: %w", z.Name, id, err)
-	}
-	conflicts = append(conflicts, shared...)
-	if enf.Backend() != BackendLSM {
-		conflicts = append(conflicts, fileGuardRoutes(config, policy)...)
-	}
-	if len(conflicts) > 0 {
-		if policy.Zone.Admission == zone.AdmissionStrict {
-			return -1, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",
-				z.Name, id, strings.Join(conflicts, "; "))
-		}
-		logrus.Warnf("zone %s admits container %s without: %s", z.Name, id, strings.Join(conflicts, "; "))
-	}
-
-	// 3. The policy is in the kernel before the zone has this member.
-	if adm.newZone {
-		if err := enf.Claim(z); err != nil {
-			return -1, err
-		}
-	}
-	if err := enf.PrepareConfig(z, config); err != nil {
+	if err := e.pushPolicy(enf, a); err != nil {
 		return -1, err
 	}
-	if err := closeExecRoutes(config, policy); err != nil {
-		return -1, fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
+	if lc, err = e.createContainer(a); err != nil {
+		return -1, err
+	}
+	if status, err = e.startInit(enf, lc, a, b, o, act, notify); err != nil {
+		return -1, err
+	}
+	if act == process.ActRun && !o.Detach && !o.Keep {
+		c := &Container{e: e, lc: lc}
+		if err := c.destroy(); err != nil {
+			return status, err
+		}
+	}
+	return status, nil
+}
+
+// checkRequest refuses what needs no state to refuse: an invalid container
+// id or process, an id that is taken, a rootfs that is not a directory.
+func (e *Engine) checkRequest(id string, b *Bundle) error {
+	if err := zone.ValidateName("container id", id); err != nil {
+		return err
+	}
+	spec := b.Spec
+	if err := ValidateProcess(spec.Process); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(b.Dir, "config.json"), err)
+	}
+	if ok, err := e.exists(id); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("container %s already exists in %s", id, e.root)
+	}
+	rootfs := spec.Root.Path
+	if !filepath.IsAbs(rootfs) {
+		rootfs = filepath.Join(b.Dir, rootfs)
+	}
+	if fi, err := os.Stat(rootfs); err != nil {
+		return fmt.Errorf("rootfs %s: %w", rootfs, unwrapPathError(err))
+	} else if !fi.IsDir() {
+		return fmt.Errorf("rootfs %s: not a directory", rootfs)
+	}
+	return nil
+}
+
+// libcontainerConfig converts the bundle's OCI spec into the libcontainer
+// configuration that admission narrows and judges.
+func (e *Engine) libcontainerConfig(id string, b *Bundle, o CreateOptions) (*configs.Config, error) {
+	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName:       id,
+		UseSystemdCgroup: e.systemdCgroup,
+		NoPivotRoot:      o.NoPivot,
+		NoNewKeyring:     o.NoNewKeyring,
+		Spec:             b.Spec,
+		RootlessEUID:     os.Geteuid() != 0,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(b.Dir, "config.json"), err)
+	}
+	return config, nil
+}
+
+// undoCreate removes what a create that failed after persist left: the
+// libcontainer container, the record and kernel membership, the zone when it
+// came with the container, and the root's kernel programs when no zone is
+// left (a root without zones needs none).
+func (e *Engine) undoCreate(enf Enforcer, lc *libcontainer.Container, a *admission) {
+	if lc != nil {
+		if err := lc.Destroy(); err != nil {
+			logrus.Warnf("clean up container %s after failed create: %v", a.rec.ID, err)
+		}
+	}
+	e.forgetQuietly(enf, a.rec.ID, a.zone.Name, a.rec)
+	if a.newZone {
+		e.dropEmptyZone(enf, a.zone.Name)
+	}
+	if _, err := e.uninstallIfNoZones(enf); err != nil {
+		logrus.Warnf("remove kernel programs after failed create: %v", err)
+	}
+}
+
+// pushPolicy puts the zone's policy in the kernel before the zone has this
+// member: a new zone claims its id, the backend completes the
+// configuration, exec routes are closed, and the policy is pushed as the
+// store holds it now.
+func (e *Engine) pushPolicy(enf Enforcer, a *admission) error {
+	z := a.zone
+	if a.newZone {
+		if err := enf.Claim(z); err != nil {
+			return err
+		}
+	}
+	if err := enf.PrepareConfig(z, a.config); err != nil {
+		return err
+	}
+	if err := closeExecRoutes(a.config, &z.Policy); err != nil {
+		return fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
 	}
 	// The stored policy, not the one admission read: a zone update may have
 	// made it stricter since.
 	if ok, err := e.applyStored(enf, z.Name); err != nil {
-		return -1, err
+		return err
 	} else if !ok {
-		return -1, fmt.Errorf("zone %s was deleted while container %s was being created", z.Name, id)
+		return fmt.Errorf("zone %s was deleted while container %s was being created", z.Name, a.rec.ID)
 	}
+	return nil
+}
 
-	// 4. libcontainer builds the container; its init waits on the exec fifo.
-	stripPoststart(config)
-	lc, err = libcontainer.Create(e.root, id, config)
+// createContainer has libcontainer build the container (its state
+// directory and cgroups). Poststart hooks are taken out of the
+// configuration: rauha runs them itself, after start.
+func (e *Engine) createContainer(a *admission) (*libcontainer.Container, error) {
+	stripPoststart(a.config)
+	lc, err := libcontainer.Create(e.root, a.rec.ID, a.config)
 	if err != nil {
-		return -1, fmt.Errorf("create container %s: %w", id, err)
+		return nil, fmt.Errorf("create container %s: %w", a.rec.ID, err)
 	}
+	return lc, nil
+}
+
+// startInit starts the container's init, confined by the zone from its
+// first instruction. While the init waits on the exec fifo (no user code
+// has run), its rules are completed, its cgroup joins the zone and the
+// record says it is created. run then lets it go; create leaves it waiting.
+func (e *Engine) startInit(enf Enforcer, lc *libcontainer.Container, a *admission, b *Bundle, o CreateOptions, act process.Action, notify *process.NotifySocket) (int, error) {
+	id, z, spec := a.rec.ID, a.zone, b.Spec
 	if act == process.ActCreate {
 		if err := savePoststart(e.stateDir(id), spec); err != nil {
 			return -1, err
@@ -197,13 +222,13 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act process.Actio
 		StateDir:  e.stateDir(id),
 		Notify:    notify,
 		Prepare: func(p *libcontainer.Process) (func(), error) {
-			limitCapabilities(p, policy)
+			limitCapabilities(p, &z.Policy)
 			status, err := process.NewExecStatus(e.stateDir(id))
 			if err != nil {
 				return nil, err
 			}
 			var release func()
-			started, release, err = enf.PrepareProcess(z, config, p, 0, status)
+			started, release, err = enf.PrepareProcess(z, a.config, p, 0, status)
 			if err != nil || !slices.Contains(p.ExtraFiles, status) {
 				// Not started through the shim: nothing will report.
 				process.DiscardExecStatus(status)
@@ -212,9 +237,6 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act process.Actio
 			execStatus = status
 			return func() { release(); status.Close() }, nil
 		},
-		// 5. While the init waits: its rules are completed, its cgroup
-		// joins the zone, and the record says it is created. No user code
-		// has run yet.
 		Ready: func(pid int) error {
 			if execStatus != nil {
 				// The init has its own copy; with ours open, the reader
@@ -226,33 +248,23 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act process.Actio
 					return err
 				}
 			}
-			cgid, err := e.joinZone(enf, lc, adm, config, pid)
+			cgid, err := e.joinZone(enf, lc, a, pid)
 			if err != nil {
 				return err
 			}
-			return e.markCreated(adm, pid, cgid)
+			return e.markCreated(a, pid, cgid)
 		},
 	}
 	if act == process.ActRun {
 		hooks := poststartHooks(spec)
 		r.Started = func() error { return (&Container{e: e, lc: lc}).runPoststart(b.Dir, hooks) }
 	}
-	status, err = r.Run(spec.Process)
-	if err != nil {
-		return -1, err
-	}
-	if act == process.ActRun && !o.Detach && !o.Keep {
-		c := &Container{e: e, lc: lc}
-		if err := c.destroy(); err != nil {
-			return status, err
-		}
-	}
-	return status, nil
+	return r.Run(spec.Process)
 }
 
 // joinZone makes the container's cgroup a member of its zone and returns the
 // cgroup v2 id that identifies it to the kernel.
-func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission, cfg *configs.Config, pid int) (uint64, error) {
+func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission, pid int) (uint64, error) {
 	st, err := lc.State()
 	if err != nil {
 		return 0, fmt.Errorf("container %s: %w", lc.ID(), err)
@@ -266,7 +278,7 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
 	}
 	adm.rec.CgroupPath = "/" + rel
-	netns, err := ownNetns(cfg, pid)
+	netns, err := ownNetns(adm.config, pid)
 	if err != nil {
 		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}

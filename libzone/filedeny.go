@@ -59,10 +59,15 @@ func inodeKey(dev, ino uint64) string {
 	return strconv.FormatUint(dev, 10) + ":" + strconv.FormatUint(ino, 10)
 }
 
-// landlockPolicy is the part of p that Landlock enforces on this backend:
-// everything on the fallback, everything but the deny lists on bpf-lsm.
+// landlockPolicy is the part of p that Landlock enforces on this backend.
 func (ke *kernelEnforcer) landlockPolicy(p *zone.Policy) *zone.Policy {
-	if !ke.k.LSM() || len(p.Filesystem.Deny)+len(p.Exec.Deny) == 0 {
+	return landlockPart(p, ke.k.LSM())
+}
+
+// landlockPart is the part of p that Landlock enforces: everything on the
+// fallback, everything but the deny lists on bpf-lsm (lsm).
+func landlockPart(p *zone.Policy, lsm bool) *zone.Policy {
+	if !lsm || len(p.Filesystem.Deny)+len(p.Exec.Deny) == 0 {
 		return p
 	}
 	q := *p

@@ -3,9 +3,6 @@ package libzone
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -19,94 +16,6 @@ const (
 	recordCreating = "creating"
 	recordCreated  = "created"
 )
-
-// admission is the outcome of placing a new container into its zone.
-type admission struct {
-	zone    *zone.Zone
-	rec     *zone.Container
-	newZone bool // the zone was created for this container
-}
-
-// admit records the container as a member of its zone, creating the zone
-// when it does not exist yet. This is the first step of create: the zone
-// and its policy are stored before anything reaches the kernel.
-func (e *Engine) admit(id, bundle, cgroupPath string, annotations map[string]string) (*admission, error) {
-	name := zoneOf(id, annotations)
-	if err := zone.ValidateName("zone name", name); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", AnnotationZone, err)
-	}
-	policyRef := annotations[AnnotationPolicy]
-	var wanted *zone.Policy
-	source := ""
-	if policyRef != "" {
-		p, src, err := zone.LoadAnnotationPolicy(policyRef, SyscallChecker())
-		if err != nil {
-			return nil, fmt.Errorf("annotation %s: %w", AnnotationPolicy, err)
-		}
-		wanted, source = p, src
-	}
-	a := &admission{rec: &zone.Container{
-		ID:         id,
-		Zone:       name,
-		Bundle:     bundle,
-		CgroupPath: cgroupPath,
-		Status:     recordCreating,
-		Creator:    os.Getpid(),
-		Created:    time.Now().UTC(),
-	}}
-	err := e.store.Update(func(tx *zone.Tx) error {
-		if _, err := tx.Container(id); err == nil {
-			return fmt.Errorf("container %s already has a record in %s (run 'rauha zone reconcile' if it is stale)", id, e.root)
-		} else if !errors.Is(err, zone.ErrNotFound) {
-			return err
-		}
-		z, err := tx.Zone(name)
-		switch {
-		case errors.Is(err, zone.ErrNotFound):
-			if wanted == nil {
-				if annotations[AnnotationZone] != "" {
-					// A zone named by annotation is the operator's: a typo,
-					// or a zone whose create was refused, must not run the
-					// workload under a policy nobody chose.
-					return errNoSuchZone(name)
-				}
-				if wanted, err = zone.Preset("standard"); err != nil {
-					return err
-				}
-				source = "preset:standard"
-			}
-			z = &zone.Zone{
-				Name:         name,
-				Policy:       *wanted,
-				PolicySource: source,
-				Implicit:     annotations[AnnotationZone] == "",
-				Created:      time.Now().UTC(),
-			}
-			if err := tx.PutZone(z); err != nil {
-				return err
-			}
-			a.newZone = true
-		case err != nil:
-			return err
-		case wanted != nil && !z.Policy.Equal(wanted):
-			return fmt.Errorf("zone %s already exists with policy %s; annotation %s=%s asks for another one (change the zone with 'rauha zone update %s --policy FILE')",
-				name, z.PolicySource, AnnotationPolicy, policyRef, name)
-		}
-		a.zone = z
-		return tx.PutContainer(a.rec)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record container %s in zone %s: %w", id, name, err)
-	}
-	return a, nil
-}
-
-// errNoSuchZone is the refusal of a container that names a zone nobody
-// created and no policy to create it with.
-func errNoSuchZone(name string) error {
-	return fmt.Errorf("zone %s does not exist: create it first with 'rauha zone create %s --preset %s' or 'rauha zone create %s --policy FILE', or name its policy in the annotation %s",
-		name, name, strings.Join(zone.PresetNames(), "|"), name, AnnotationPolicy)
-}
 
 // markCreated completes the record once the container's init is a zone
 // member and waits for start.

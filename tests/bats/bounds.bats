@@ -207,6 +207,9 @@ pidns_policy() {
 	rrun rt run -d --bundle "$(bundle_dir b)" cb
 	assert_error_line "zone b \(admission strict\) refuses container cb: signals: the pid namespace is shared with zone a \(pid [0-9]+\), whose tasks Landlock cannot keep from signalling or tracing zone b"
 	assert_nothing_left cb
+	# Zone b exists: its log keeps the refusal.
+	assert_match "$(zone_events b | jq -r 'select(.control == "admission" and .container == "cb" and .decision == "deny") | .object')" \
+		"^signals: the pid namespace is shared with zone a \(pid [0-9]+\), whose tasks Landlock cannot keep from signalling or tracing zone b \(give the container a pid namespace of its own, or let zones b and a allow each other in \[signals\] allowed_zones\)$"
 	rrun rt zone verify a --format json
 	check_is "$stdout" "container ca: pid namespace" true
 

@@ -108,6 +108,47 @@ check_failed() {
 	zone_exists needy && fail "zone needy was left behind"
 	rrun rt list -q
 	assert_eq "$stdout" ""
+	# Admission came before every write: not even the database was created
+	# (the zone came with the container, so there is no event log either),
+	# and no kernel programs were installed for the root.
+	assert_eq "$(ls -A "$ROOT")" ""
+	[[ ! -e $PIN_DIR ]] || fail "the refused create installed $PIN_DIR"
+}
+
+@test "admission strict: a container refused by an existing zone is an admission event of the zone, nothing else is left" {
+	rt zone create iso --policy "$(policy iso <<-'EOF'
+		[zone]
+		admission = "strict"
+		[network]
+		mode = "isolated"
+	EOF
+	)" >/dev/null
+	local reason="network.mode=isolated needs a network namespace, but the container shares the host's" ev
+	host_net b
+	in_zone b iso
+	rrun rt run -d --bundle "$(bundle_dir b)" hostnet
+	assert_error_line "zone iso \(admission strict\) refuses container hostnet: $reason"
+	assert_nothing_left hostnet
+	rrun rt list -q
+	assert_eq "$stdout" ""
+	assert_eq "$(zone_json iso | jq -c '.members')" "[]"
+
+	# The bundle asks for another policy than the zone's: refused, recorded.
+	make_bundle b2
+	in_zone b2 iso strict
+	rrun rt run -d --bundle "$(bundle_dir b2)" other
+	assert_match "$stderr" "zone iso already exists with policy file:$BATS_TEST_TMPDIR/iso.toml"
+	assert_nothing_left other b2
+
+	ev=$(zone_events iso | jq -c 'select(.control == "admission")')
+	assert_eq "$(jq -r '[.container, .decision, .comm, .object] | join("|")' <<<"$ev")" \
+		"hostnet|deny|rauha|$reason
+other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than the zone's file:$BATS_TEST_TMPDIR/iso.toml"
+	rrun rt zone events iso
+	assert_success
+	assert_match "$stdout" "DENY zone=iso container=hostnet pid=[0-9]+ comm=rauha control=admission object=\"network.mode=isolated needs"
+	# Only the zone that exists has a log: nothing for the refused ids.
+	assert_eq "$(ls "$ROOT/events")" "iso.jsonl"
 }
 
 @test "admission strict: zone create refuses a policy with an unavailable control" {

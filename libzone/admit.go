@@ -1,0 +1,264 @@
+package libzone
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/sirupsen/logrus"
+
+	"github.com/rauha-runtime/rauha/zone"
+)
+
+// ControlAdmission names the events of containers an existing zone refused
+// at create: strict admission, or a bundle asking for another policy than
+// the zone's. The engine decides those, not the kernel, so they have no
+// kernel counter.
+const ControlAdmission = "admission"
+
+// maxAdmitRounds bounds how often create judges a container again because
+// its zone changed between the decision and the store write. Each round
+// follows a concurrent zone create, update or delete; more than a few in a
+// row means something keeps rewriting the zone.
+const maxAdmitRounds = 8
+
+// errZoneChanged is persist's answer when the zone is no longer the one
+// admission judged.
+var errZoneChanged = errors.New("zone changed since admission")
+
+// admission is a new container on its way into its zone: resolveZone finds
+// the zone, admit judges the container against the zone's policy, persist
+// stores both, and the later steps of launch make it a member.
+type admission struct {
+	zone    *zone.Zone
+	rec     *zone.Container
+	config  *configs.Config // narrowed to the policy's config controls by admit
+	lsm     bool            // the root's backend is bpf-lsm
+	newZone bool            // the zone comes with this container: persist stores it
+	without string          // what audit admission let the container start without
+}
+
+// admitAndStore takes every decision about container id before anything of
+// it is written: which zone it joins (resolveZone) and whether that zone
+// admits it (admit). Only then does persist store the zone, when it comes
+// with the container, and the record. A refused container leaves no
+// record, no zone, nothing in the kernel (kernelBackend installs nothing)
+// and no state directory; a zone that exists keeps the refusal as an event.
+// A zone changed by another rauha between the decision and the store write
+// is read and judged again.
+func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admission, error) {
+	lsm, err := e.kernelBackend()
+	if err != nil {
+		return nil, err
+	}
+	for range maxAdmitRounds {
+		// Admission narrows the configuration to the policy it judged: a
+		// new round starts from the bundle's.
+		config, err := e.libcontainerConfig(id, b, o)
+		if err != nil {
+			return nil, err
+		}
+		a, err := e.resolveZone(id, b.Dir, config, b.Spec.Annotations)
+		if err != nil {
+			return nil, err
+		}
+		a.lsm = lsm
+		if err := e.admit(a); err != nil {
+			return nil, err
+		}
+		switch err := e.persist(a); {
+		case err == nil:
+			if a.without != "" {
+				logrus.Warnf("zone %s admits container %s without: %s", a.zone.Name, id, a.without)
+			}
+			return a, nil
+		case !errors.Is(err, errZoneChanged):
+			return nil, err
+		}
+	}
+	name := zoneOf(id, b.Spec.Annotations)
+	return nil, fmt.Errorf("zone %s changed %d times while container %s was being admitted (something keeps creating, updating or deleting it); try again", name, maxAdmitRounds, id)
+}
+
+// resolveZone finds the zone container id joins, reading the store only: the
+// zone named by org.rauha.zone, else the container's own (named after it).
+// A zone that does not exist yet is made, not stored, with the policy named
+// by org.rauha.policy, else the standard preset; a zone named by annotation
+// without a policy must exist.
+func (e *Engine) resolveZone(id, bundle string, config *configs.Config, annotations map[string]string) (*admission, error) {
+	name := zoneOf(id, annotations)
+	if err := zone.ValidateName("zone name", name); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationZone, err)
+	}
+	policyRef := annotations[AnnotationPolicy]
+	var wanted *zone.Policy
+	source := ""
+	if policyRef != "" {
+		p, src, err := zone.LoadAnnotationPolicy(policyRef, SyscallChecker())
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", AnnotationPolicy, err)
+		}
+		wanted, source = p, src
+	}
+	var stored *zone.Zone
+	err := e.store.View(func(tx *zone.Tx) error {
+		if _, err := tx.Container(id); err == nil {
+			return errHasRecord(id, e.root)
+		} else if !errors.Is(err, zone.ErrNotFound) {
+			return err
+		}
+		z, err := tx.Zone(name)
+		if errors.Is(err, zone.ErrNotFound) {
+			return nil
+		}
+		stored = z
+		return err
+	})
+	if err == nil && stored == nil && wanted == nil && annotations[AnnotationZone] != "" {
+		// A zone named by annotation is the operator's: a typo, or a zone
+		// whose create was refused, must not run the workload under a
+		// policy nobody chose.
+		err = errNoSuchZone(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record container %s in zone %s: %w", id, name, err)
+	}
+	a := &admission{config: config, zone: stored, rec: &zone.Container{
+		ID:         id,
+		Zone:       name,
+		Bundle:     bundle,
+		CgroupPath: config.Cgroups.Path,
+		Status:     recordCreating,
+		Creator:    os.Getpid(),
+		Created:    time.Now().UTC(),
+	}}
+	switch {
+	case stored == nil:
+		if wanted == nil {
+			if wanted, err = zone.Preset("standard"); err != nil {
+				return nil, err
+			}
+			source = "preset:standard"
+		}
+		a.newZone = true
+		a.zone = &zone.Zone{
+			Name:         name,
+			Policy:       *wanted,
+			PolicySource: source,
+			Implicit:     annotations[AnnotationZone] == "",
+			Created:      time.Now().UTC(),
+		}
+	case wanted != nil && !stored.Policy.Equal(wanted):
+		return nil, e.refuse(a, fmt.Sprintf("annotation %s=%s asks for another policy than the zone's %s", AnnotationPolicy, policyRef, stored.PolicySource),
+			fmt.Errorf("record container %s in zone %s: zone %s already exists with policy %s; annotation %s=%s asks for another one (change the zone with 'rauha zone update %s --policy FILE')",
+				id, name, name, stored.PolicySource, AnnotationPolicy, policyRef, name))
+	}
+	return a, nil
+}
+
+// admit decides whether the zone admits the container. It narrows the
+// configuration to the policy's config controls (controls.go), then
+// collects every conflict: controls this backend cannot enforce for this
+// container, a network mode its namespaces contradict, exec routes, routes
+// out of the member's cgroup or to the enforcement itself, a pid namespace
+// shared with tasks the zone cannot be kept from, and on the fallback what
+// could undo the mounts that hold the file rules. With admission = "strict"
+// any conflict refuses the container; with "audit" it starts without them.
+func (e *Engine) admit(a *admission) error {
+	z, cfg, policy := a.zone, a.config, &a.zone.Policy
+	conflicts := append(applyConfigControls(cfg, policy), unavailableControls(policy, cfg, a.lsm)...)
+	conflicts = append(conflicts, execRoutes(cfg, policy)...)
+	conflicts = append(conflicts, loaderRoutes(cfg, policy)...)
+	routes, err := admitEscapeRoutes(cfg, policy, e.root, a.lsm)
+	if err != nil {
+		return fmt.Errorf("zone %s: container %s: %w", z.Name, a.rec.ID, err)
+	}
+	conflicts = append(conflicts, routes...)
+	shared, err := e.sharedPidNSConflicts(z, cfg, a.lsm)
+	if err != nil {
+		return fmt.Errorf("zone %s: container %s: %w", z.Name, a.rec.ID, err)
+	}
+	conflicts = append(conflicts, shared...)
+	if !a.lsm {
+		conflicts = append(conflicts, fileGuardRoutes(cfg, policy)...)
+	}
+	if len(conflicts) == 0 {
+		return nil
+	}
+	reason := strings.Join(conflicts, "; ")
+	if policy.Zone.Admission != zone.AdmissionStrict {
+		a.without = reason
+		return nil
+	}
+	return e.refuse(a, reason, fmt.Errorf("zone %s (admission strict) refuses container %s: %s cannot be enforced here (use a policy with admission = \"audit\" to start it anyway)",
+		z.Name, a.rec.ID, reason))
+}
+
+// refuse returns err, the refusal of a's container. When the zone exists,
+// the refusal is also an event in its log: an operator sees in the zone's
+// history which containers it turned away and why. A zone that would have
+// come with the container has no log and is not stored: the error is the
+// only record.
+func (e *Engine) refuse(a *admission, reason string, err error) error {
+	if !a.newZone {
+		e.recordDenial(zone.Event{
+			Zone:      a.zone.Name,
+			Container: a.rec.ID,
+			Control:   ControlAdmission,
+			Object:    reason,
+		})
+	}
+	return err
+}
+
+// persist stores what admission decided, in one transaction: the zone when
+// it comes with the container, and the container's record in state
+// "creating". The zone and its policy are in the database before anything
+// reaches the kernel. It returns errZoneChanged, and stores nothing, when
+// the zone is no longer what admission judged: created, deleted or given
+// another policy by another rauha since.
+func (e *Engine) persist(a *admission) error {
+	err := e.store.Update(func(tx *zone.Tx) error {
+		if _, err := tx.Container(a.rec.ID); err == nil {
+			return errHasRecord(a.rec.ID, e.root)
+		} else if !errors.Is(err, zone.ErrNotFound) {
+			return err
+		}
+		z, err := tx.Zone(a.zone.Name)
+		switch {
+		case errors.Is(err, zone.ErrNotFound):
+			if !a.newZone {
+				return errZoneChanged
+			}
+			if err := tx.PutZone(a.zone); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case a.newZone || !z.Policy.Equal(&a.zone.Policy):
+			return errZoneChanged
+		default:
+			a.zone = z // as stored now: a deleted and recreated zone has another id
+		}
+		return tx.PutContainer(a.rec)
+	})
+	if err != nil && !errors.Is(err, errZoneChanged) {
+		return fmt.Errorf("record container %s in zone %s: %w", a.rec.ID, a.zone.Name, err)
+	}
+	return err
+}
+
+// errHasRecord refuses a container id that already has a record.
+func errHasRecord(id, root string) error {
+	return fmt.Errorf("container %s already has a record in %s (run 'rauha zone reconcile' if it is stale)", id, root)
+}
+
+// errNoSuchZone is the refusal of a container that names a zone nobody
+// created and no policy to create it with.
+func errNoSuchZone(name string) error {
+	return fmt.Errorf("zone %s does not exist: create it first with 'rauha zone create %s --preset %s' or 'rauha zone create %s --policy FILE', or name its policy in the annotation %s",
+		name, name, strings.Join(zone.PresetNames(), "|"), name, AnnotationPolicy)
+}
