@@ -133,7 +133,7 @@ type Event struct {
 // first. It never waits for new ones, and stops early at deadline (zero:
 // no deadline). Consumed events are gone for every reader, so drains of
 // one pin directory must not run concurrently (rauha serialises them with
-// its store).
+// a lock file in its state root).
 func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 	rd, err := ringbuf.NewReader(k.maps.Events)
 	if err != nil {

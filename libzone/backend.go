@@ -32,9 +32,9 @@ const (
 // bpf-lsm backend the LSM hooks; filesystem and exec rules that the LSM
 // programs do not cover, and all of them on the fallback, are a Landlock
 // domain (landlock/) entered by every member process.
+// It holds no store: the engine hands it what it needs (ResolvedZone).
 type kernelEnforcer struct {
-	k     *bpf.Kernel
-	store *zone.Store
+	k *bpf.Kernel
 }
 
 // enforcer opens the kernel side of this root: the pinned programs and maps,
@@ -79,11 +79,13 @@ func (e *Engine) openEnforcer(lsm bool) (Enforcer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zone enforcement: %w", err)
 	}
-	ke := &kernelEnforcer{k: k, store: e.store}
+	ke := &kernelEnforcer{k: k}
 	if !known {
 		// Fresh pins under an existing store mean the kernel lost its state
 		// (a reboot, or someone removed the pins): restore every zone and
-		// member before anything else happens.
+		// member before anything else happens. Reconcile pushes them the
+		// way every command does (push.go): the engine reads each zone's
+		// peers and members, the enforcer pushes.
 		var zones []zone.Zone
 		if err := e.store.View(func(tx *zone.Tx) (err error) { zones, err = tx.Zones(); return err }); err != nil {
 			k.Close()
@@ -191,16 +193,17 @@ func (ke *kernelEnforcer) Claim(z *zone.Zone) error {
 // connect or send, and on bpf-lsm on their next open or exec for the deny
 // lists (filedeny.go); Landlock domains of running processes cannot change,
 // so the other filesystem and exec rule changes reach new processes only.
-func (ke *kernelEnforcer) Apply(z *zone.Zone) error {
-	p, err := ke.kernelPolicy(&z.Policy)
+func (ke *kernelEnforcer) Apply(z *ResolvedZone) (DenyPaths, error) {
+	p, err := ke.kernelPolicy(&z.Policy, z.Peers)
 	if err != nil {
-		return fmt.Errorf("zone %s: %w", z.Name, err)
+		return nil, fmt.Errorf("zone %s: %w", z.Name, err)
 	}
 	return ke.setPolicy(z, p) // with the deny inodes on bpf-lsm (filedeny.go)
 }
 
 // kernelPolicy translates a zone policy into what the eBPF programs check.
-func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy) (bpf.ZonePolicy, error) {
+// peers are the ids of the zones its signals.allowed_zones names.
+func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy, peers []uint32) (bpf.ZonePolicy, error) {
 	kp := bpf.ZonePolicy{DenyCrossZoneSignal: true, DenyCrossZonePtrace: true}
 	if p.Zone.Mode == zone.ModeAudit {
 		kp.Mode = bpf.ModeAudit
@@ -218,24 +221,8 @@ func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy) (bpf.ZonePolicy, error) {
 	if p.Capabilities.Allowed != nil && ke.k.LSM() {
 		kp.CapDeny = capDenyMask(*p.Capabilities.Allowed)
 	}
-	if len(p.Signals.AllowedZones) > 0 {
-		err := ke.store.View(func(tx *zone.Tx) error {
-			for _, name := range p.Signals.AllowedZones {
-				other, err := tx.Zone(name)
-				if errors.Is(err, zone.ErrNotFound) {
-					continue // allowing a zone that does not exist allows nothing
-				} else if err != nil {
-					return err
-				}
-				kp.SignalFrom = append(kp.SignalFrom, other.ID)
-				kp.PtraceFrom = append(kp.PtraceFrom, other.ID)
-			}
-			return nil
-		})
-		if err != nil {
-			return kp, fmt.Errorf("resolve signals.allowed_zones: %w", err)
-		}
-	}
+	kp.SignalFrom = slices.Clone(peers)
+	kp.PtraceFrom = slices.Clone(peers)
 	return kp, nil
 }
 
@@ -399,9 +386,6 @@ func privateNamespace(cfg *configs.Config, t configs.NamespaceType) bool {
 }
 
 func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container, netns string) error {
-	if err := ke.joinFileDenies(z, c); err != nil {
-		return err
-	}
 	dir := filepath.Join(bpf.UnifiedMountpoint(), c.CgroupPath)
 	cgid, err := ke.k.AddMember(z.ID, dir)
 	if err != nil {
@@ -431,14 +415,15 @@ func (ke *kernelEnforcer) Remove(z *zone.Zone) error {
 	return nil
 }
 
-func (ke *kernelEnforcer) Verify(z *zone.Zone, members []zone.Container, r *zone.IsolationReport) {
+func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
+	members := z.Members
 	attached, err := ke.k.Attached()
 	if err != nil {
 		r.Add("hooks attached", false, "%v", err)
 	} else {
 		r.Add("hooks attached", len(attached) > 0, "%d programs: %v", len(attached), attached)
 	}
-	want, err := ke.kernelPolicy(&z.Policy)
+	want, err := ke.kernelPolicy(&z.Policy, z.Peers)
 	if err == nil {
 		err = ke.verifyFileDenies(&z.Policy, members, &want)
 	}

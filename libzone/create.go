@@ -282,7 +282,7 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 	if err != nil {
 		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}
-	if err := enf.Join(adm.zone, adm.rec, netns); err != nil {
+	if err := e.join(enf, adm.zone, adm.rec, netns); err != nil {
 		return 0, err
 	}
 	return adm.rec.CgroupID, nil

@@ -11,7 +11,10 @@ import (
 
 // Enforcer is the only door from the zone lifecycle to the kernel boundary.
 // A backend keeps its kernel state (pinned programs and maps) outside any
-// rauha process, so every method may run in a different invocation.
+// rauha process, so every method may run in a different invocation. It
+// talks only to the kernel: what it needs from the store (other zones' ids,
+// members) the engine reads first and hands in, and what the store keeps of
+// a push (DenyPaths) it returns for the engine to write afterwards.
 type Enforcer interface {
 	// Backend names the mechanism in reports and events: "bpf-lsm" or
 	// "landlock".
@@ -28,8 +31,16 @@ type Enforcer interface {
 	// ever withdraws permissions.
 	Claim(z *zone.Zone) error
 	// Apply pushes a zone's policy into the kernel. It is called before the
-	// zone has members, and on every policy change.
-	Apply(z *zone.Zone) error
+	// zone has members, and on every policy change. It returns the names of
+	// the inodes it denied (nil on a backend that denies no inode).
+	Apply(z *ResolvedZone) (DenyPaths, error)
+	// RefreshDenies is called before a member joins, with the zone as
+	// stored and its members, the joining one among them: a backend that
+	// denies inodes (bpf-lsm) resolves the zone's deny lists in every
+	// member's root and replaces the zone's denied inodes with them; the
+	// rest of the zone's kernel policy stays as it is. It returns the names
+	// of the denied inodes (nil when it denies none).
+	RefreshDenies(z *zone.Zone, members []zone.Container) (DenyPaths, error)
 	// PrepareConfig adjusts a new member's container configuration.
 	PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 	// PrepareProcess makes a process of a member start inside the zone's
@@ -44,16 +55,20 @@ type Enforcer interface {
 	// Join registers a member's cgroup with the zone. The member's init
 	// exists and waits on the exec fifo: no user code has run. netns, when
 	// not empty, is the member's network namespace that no task outside it
-	// shares (ownNetns): loopback there is not egress.
+	// shares (ownNetns): loopback there is not egress. On bpf-lsm the
+	// engine has called RefreshDenies for the member first.
 	Join(z *zone.Zone, c *zone.Container, netns string) error
 	// Leave removes a member from the kernel's view of the zone.
 	Leave(z *zone.Zone, c *zone.Container) error
 	// Remove deletes every piece of kernel state of a zone.
 	Remove(z *zone.Zone) error
-	// Verify adds this backend's checks of z and its members to r.
-	Verify(z *zone.Zone, members []zone.Container, r *zone.IsolationReport)
-	// Drain moves the kernel's pending deny events into log.
-	Drain(log *zone.EventLog) error
+	// Verify adds this backend's checks of z and z.Members (the members
+	// that have a process) to r.
+	Verify(z *ResolvedZone, r *zone.IsolationReport)
+	// Drain takes the kernel's pending deny events, oldest first. Consumed
+	// events are gone for every reader: the engine runs one drain of a root
+	// at a time.
+	Drain() ([]KernelEvent, error)
 	// Stats reads a zone's per-control counters.
 	Stats(z *zone.Zone) (*ZoneStats, error)
 	// Prune removes kernel entries that no record owns: members not in live
@@ -66,4 +81,40 @@ type Enforcer interface {
 	Uninstall() error
 	// Close releases what this process holds; the kernel state stays.
 	Close() error
+}
+
+// ResolvedZone is a zone as the store holds it, with what the kernel side
+// needs from other records read by the engine beforehand.
+type ResolvedZone struct {
+	*zone.Zone
+	// Peers are the kernel ids of the zones named in the policy's
+	// signals.allowed_zones that exist (a name without a zone allows
+	// nothing).
+	Peers []uint32
+	// Members are the zone's member containers as stored: on bpf-lsm the
+	// deny lists are resolved to inodes in their roots.
+	Members []zone.Container
+}
+
+// DenyPaths maps a denied inode, "dev:ino" (st_dev encoding), to the policy
+// path that denied it: the kernel reports file and exec denials on bpf-lsm
+// by inode alone, and the engine keeps this map to name them.
+type DenyPaths map[string]string
+
+// KernelEvent is a decision as the kernel recorded it. Zones and the member
+// are known there by kernel id only; the engine names them from the store.
+type KernelEvent struct {
+	// Event without Zone, Container and TargetZone; its Object lacks
+	// Outcome.
+	Event        zone.Event
+	ZoneID       uint32
+	TargetZoneID uint32 // signal and ptrace: the target's zone, 0 if none
+	CgroupID     uint64
+	// Inode ("dev:ino") is set when the kernel knew the object by its
+	// inode alone: Object then names the inode, and the engine puts the
+	// policy path that denied it in its place where it knows one.
+	Inode string
+	// Outcome ends the object: what the task got, " (permission denied)",
+	// or "".
+	Outcome string
 }

@@ -51,9 +51,9 @@ const maxDenyInodes = 16384
 // kernel reports only the inode).
 const fileDenyMetaPrefix = "filedeny/"
 
-// fileDenyPaths maps "dev:ino" (st_dev encoding) to the policy path that
-// denied the inode.
-type fileDenyPaths map[string]string
+func fileDenyMetaKey(id uint32) string {
+	return fileDenyMetaPrefix + strconv.FormatUint(uint64(id), 10)
+}
 
 func inodeKey(dev, ino uint64) string {
 	return strconv.FormatUint(dev, 10) + ":" + strconv.FormatUint(ino, 10)
@@ -88,81 +88,49 @@ func (ke *kernelEnforcer) landlockRulesFor(p *zone.Policy, cfg *configs.Config) 
 }
 
 // setPolicy pushes kp, on bpf-lsm with the zone's deny inodes resolved in
-// its members' roots. Resolving and pushing happen under the store lock,
-// as does joinFileDenies: two pushes never interleave, so a member that
-// joins while the policy changes keeps its inodes.
-func (ke *kernelEnforcer) setPolicy(z *zone.Zone, kp bpf.ZonePolicy) error {
-	push := func() error {
-		if err := ke.k.SetPolicy(z.ID, kp); err != nil {
-			return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
+// its members' roots, and returns their names. The engine holds policy.lock
+// from reading the members to storing the names, as around RefreshDenies:
+// two pushes never interleave, so a member that joins while the policy
+// changes keeps its inodes.
+func (ke *kernelEnforcer) setPolicy(z *ResolvedZone, kp bpf.ZonePolicy) (DenyPaths, error) {
+	var paths DenyPaths
+	if ke.k.LSM() {
+		var err error
+		if kp.FileDenies, paths, err = fileDenies(&z.Policy, z.Members); err != nil {
+			return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 		}
-		return nil
 	}
-	if !ke.k.LSM() {
-		return push()
+	if err := ke.k.SetPolicy(z.ID, kp); err != nil {
+		return nil, fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
 	}
-	return ke.store.Update(func(tx *zone.Tx) error {
-		members, err := tx.Members(z.Name)
-		if err != nil {
-			return fmt.Errorf("zone %s: list members: %w", z.Name, err)
-		}
-		if kp.FileDenies, err = ke.recordFileDenies(tx, z.ID, &z.Policy, members); err != nil {
-			return fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
-		}
-		return push()
-	})
+	return paths, nil
 }
 
-// joinFileDenies adds the deny inodes of the joining member c to the
-// kernel before c's cgroup becomes a member, and records c's cgroup so that
-// later pushes find it (its record is completed only after the join). z
-// may carry only a name and id (reconcile), so the deny lists come from
-// the store; the rest of the kernel policy is kept as it is.
-func (ke *kernelEnforcer) joinFileDenies(z *zone.Zone, c *zone.Container) error {
-	if !ke.k.LSM() {
-		return nil
+// RefreshDenies adds the deny inodes of a joining member to the kernel
+// before its cgroup becomes a member (see Enforcer.RefreshDenies); z is the
+// zone as stored, the rest of the kernel policy is kept as it is.
+func (ke *kernelEnforcer) RefreshDenies(z *zone.Zone, members []zone.Container) (DenyPaths, error) {
+	if !ke.k.LSM() || !hasDenyLists(&z.Policy) {
+		return nil, nil
 	}
-	return ke.store.Update(func(tx *zone.Tx) error {
-		if err := tx.PutContainer(c); err != nil {
-			return fmt.Errorf("zone %s: record container %s: %w", z.Name, c.ID, err)
-		}
-		stored, err := tx.Zone(z.Name)
-		if err != nil {
-			return fmt.Errorf("zone %s: %w", z.Name, err)
-		}
-		if len(stored.Policy.Filesystem.Deny)+len(stored.Policy.Exec.Deny) == 0 {
-			return nil
-		}
-		members, err := tx.Members(z.Name)
-		if err != nil {
-			return fmt.Errorf("zone %s: list members: %w", z.Name, err)
-		}
-		kp, err := ke.k.PolicyOf(stored.ID)
-		if err != nil {
-			return fmt.Errorf("zone %s: read the kernel policy: %w", z.Name, err)
-		}
-		if kp.FileDenies, err = ke.recordFileDenies(tx, stored.ID, &stored.Policy, members); err != nil {
-			return fmt.Errorf("zone %s: container %s: deny lists: %w", z.Name, c.ID, err)
-		}
-		if err := ke.k.SetPolicy(stored.ID, kp); err != nil {
-			return fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
-		}
-		return nil
-	})
+	kp, err := ke.k.PolicyOf(z.ID)
+	if err != nil {
+		return nil, fmt.Errorf("zone %s: read the kernel policy: %w", z.Name, err)
+	}
+	var paths DenyPaths
+	if kp.FileDenies, paths, err = fileDenies(&z.Policy, members); err != nil {
+		return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
+	}
+	if err := ke.k.SetPolicy(z.ID, kp); err != nil {
+		return nil, fmt.Errorf("push policy of zone %s to the kernel: %w", z.Name, err)
+	}
+	return paths, nil
 }
 
-// recordFileDenies resolves p's deny lists in members' roots and records
-// the paths of the inodes for events.
-func (ke *kernelEnforcer) recordFileDenies(tx *zone.Tx, id uint32, p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, error) {
-	denies, paths, err := fileDenies(p, members)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(paths)
-	if err != nil {
-		return nil, err
-	}
-	return denies, tx.SetMeta(fileDenyMetaPrefix+strconv.FormatUint(uint64(id), 10), string(raw))
+// hasDenyLists reports whether p denies any path (bpf-lsm denies them by
+// inode).
+func hasDenyLists(p *zone.Policy) bool {
+	return len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0
 }
 
 // verifyFileDenies adds to want what Apply would push for these members.
@@ -176,14 +144,14 @@ func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Contai
 }
 
 // fileDenyPathsOf reads the recorded path maps of zones, by zone id.
-func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]fileDenyPaths {
-	out := map[uint32]fileDenyPaths{}
+func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]DenyPaths {
+	out := map[uint32]DenyPaths{}
 	for _, z := range zones {
-		raw, err := tx.Meta(fileDenyMetaPrefix + strconv.FormatUint(uint64(z.ID), 10))
+		raw, err := tx.Meta(fileDenyMetaKey(z.ID))
 		if err != nil || raw == "" {
 			continue
 		}
-		var m fileDenyPaths
+		var m DenyPaths
 		if json.Unmarshal([]byte(raw), &m) == nil {
 			out[z.ID] = m
 		}
@@ -193,9 +161,9 @@ func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]fileDenyPaths {
 
 // fileDenies resolves p's deny lists in every running member's root.
 // Members without a live process are skipped: they run nothing to deny.
-func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, fileDenyPaths, error) {
-	paths := fileDenyPaths{}
-	if len(p.Filesystem.Deny)+len(p.Exec.Deny) == 0 {
+func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, DenyPaths, error) {
+	paths := DenyPaths{}
+	if !hasDenyLists(p) {
 		return nil, paths, nil
 	}
 	seen := map[string]bool{}

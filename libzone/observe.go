@@ -64,47 +64,100 @@ type ZoneStats struct {
 	Dropped uint64 `json:"dropped_events"`
 }
 
-// Drain moves the events waiting in the kernel into the per-zone event logs
+// drain moves the events waiting in the kernel into the per-zone event logs
 // under the state root. There is no daemon: every command that shows events
-// or verifies a zone drains first. It runs inside a store transaction, which
-// serialises drains (a consumed event is gone for every reader) and gives a
-// consistent view of zone ids and member cgroups to name the event's zone
-// and container.
-func (ke *kernelEnforcer) Drain(log *zone.EventLog) error {
-	return ke.store.Update(func(tx *zone.Tx) error {
-		evs, err := ke.k.DrainEvents(drainBatch, time.Now().Add(drainDeadline))
-		if err != nil || len(evs) == 0 {
-			return err
+// or verifies a zone drains first. drain.lock makes the drains of a root one
+// at a time from taking the events to appending them: a consumed event is
+// gone for every reader, and the logs keep the kernel's order. The store is
+// read only when there are events, after they were taken, so the zone ids
+// and member cgroups of that moment name them; a drain that finds none
+// neither reads nor writes the store.
+func (e *Engine) drain(enf Enforcer, log *zone.EventLog) error {
+	unlock, err := e.lockRootFile("drain.lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	evs, err := enf.Drain()
+	if err != nil || len(evs) == 0 {
+		return err
+	}
+	var names eventNames
+	if err := e.store.View(func(tx *zone.Tx) (err error) { names, err = readEventNames(tx); return err }); err != nil {
+		return err
+	}
+	byZone := map[string][]zone.Event{}
+	for _, ev := range evs {
+		ze := names.event(ev)
+		byZone[ze.Zone] = append(byZone[ze.Zone], ze)
+	}
+	for name, batch := range byZone {
+		if err := log.Append(name, batch...); err != nil {
+			return fmt.Errorf("record events of zone %s: %w", name, err)
 		}
-		zones, err := tx.Zones()
-		if err != nil {
-			return err
+	}
+	return nil
+}
+
+// eventNames are what the store knows to name kernel events by: zones by
+// kernel id, members by cgroup id, and on bpf-lsm the denied inodes by the
+// policy path that denied them (per zone id).
+type eventNames struct {
+	zones   zoneIDs
+	members map[uint64]string
+	files   map[uint32]DenyPaths
+}
+
+func readEventNames(tx *zone.Tx) (eventNames, error) {
+	zones, err := tx.Zones()
+	if err != nil {
+		return eventNames{}, err
+	}
+	n := eventNames{zones: zoneIDs{}, members: map[uint64]string{}, files: fileDenyPathsOf(tx, zones)}
+	for i := range zones {
+		n.zones[zones[i].ID] = &zones[i]
+	}
+	cs, err := tx.Containers()
+	if err != nil {
+		return eventNames{}, err
+	}
+	for _, c := range cs {
+		n.members[c.CgroupID] = c.ID
+	}
+	return n, nil
+}
+
+// event names a kernel event's zones, member and denied inode.
+func (n *eventNames) event(ke KernelEvent) zone.Event {
+	ze := ke.Event
+	ze.Zone = "zone-" + strconv.FormatUint(uint64(ke.ZoneID), 10)
+	if z := n.zones.at(ke.ZoneID, ze.Time); z != nil {
+		ze.Zone = z.Name
+		// Only the zone that had the id then: a deleted zone's inodes are
+		// not named by the deny lists of another one.
+		if p := n.files[ke.ZoneID][ke.Inode]; ke.Inode != "" && p != "" {
+			ze.Object = p
 		}
-		ids := zoneIDs{}
-		for i := range zones {
-			ids[zones[i].ID] = &zones[i]
-		}
-		cs, err := tx.Containers()
-		if err != nil {
-			return err
-		}
-		members := map[uint64]string{}
-		for _, c := range cs {
-			members[c.CgroupID] = c.ID
-		}
-		files := fileDenyPathsOf(tx, zones)
-		byZone := map[string][]zone.Event{}
-		for _, ev := range evs {
-			ze := ke.zoneEvent(ev, ids, members, files)
-			byZone[ze.Zone] = append(byZone[ze.Zone], ze)
-		}
-		for name, batch := range byZone {
-			if err := log.Append(name, batch...); err != nil {
-				return fmt.Errorf("record events of zone %s: %w", name, err)
-			}
-		}
-		return nil
-	})
+	}
+	ze.Container = n.members[ke.CgroupID]
+	if tz := n.zones.at(ke.TargetZoneID, ze.Time); tz != nil {
+		ze.TargetZone = tz.Name
+	}
+	ze.Object += ke.Outcome
+	return ze
+}
+
+// Drain takes the events waiting in the kernel (see Enforcer.Drain).
+func (ke *kernelEnforcer) Drain() ([]KernelEvent, error) {
+	evs, err := ke.k.DrainEvents(drainBatch, time.Now().Add(drainDeadline))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KernelEvent, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, ke.kernelEvent(ev))
+	}
+	return out, nil
 }
 
 // pathlessSyscalls name the observed file syscalls that carry no path
@@ -132,22 +185,11 @@ func (ids zoneIDs) at(id uint32, t time.Time) *zone.Zone {
 	return z
 }
 
-// files names the inodes of bpf-lsm file and exec denials by the policy path
-// that denied them (the kernel event carries only the inode).
-func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uint64]string, files map[uint32]fileDenyPaths) zone.Event {
-	z := zones.at(ev.Zone, ev.Time)
-	name := "zone-" + strconv.FormatUint(uint64(ev.Zone), 10)
-	if z != nil {
-		name = z.Name
-	} else {
-		// The zone was deleted since: keep the event under its id, and
-		// do not name its inodes by the deny lists of another zone.
-		files = nil
-	}
+// kernelEvent translates a kernel event; the engine names its zones and
+// member (eventNames).
+func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 	ze := zone.Event{
 		Time:      ev.Time,
-		Zone:      name,
-		Container: members[ev.CgroupID],
 		Pid:       int(ev.Tgid),
 		Comm:      ev.Comm,
 		Control:   ev.Control.String(),
@@ -155,11 +197,9 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 		Backend:   ke.Backend(),
 		TargetPid: int(ev.TargetPid),
 	}
+	out := KernelEvent{ZoneID: ev.Zone, TargetZoneID: ev.TargetZone, CgroupID: ev.CgroupID}
 	if ev.Verdict == bpf.VerdictAudited {
 		ze.Decision = zone.DecisionAudit
-	}
-	if tz := zones.at(ev.TargetZone, ev.Time); tz != nil {
-		ze.TargetZone = tz.Name
 	}
 	switch ev.Control {
 	case bpf.ControlEgress:
@@ -185,9 +225,9 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 			ze.Object = execRouteObject(ev)
 		}
 		if ze.Object == "" && ev.Ino != 0 {
-			ze.Object = files[ev.Zone][inodeKey(ev.Dev, ev.Ino)]
-		}
-		if ze.Object == "" && ev.Ino != 0 {
+			// The bpf-lsm hooks know the inode alone: the engine names
+			// it by the policy path that denied it.
+			out.Inode = inodeKey(ev.Dev, ev.Ino)
 			ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
 		}
 		if ze.Object == "" {
@@ -195,9 +235,10 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 		}
 	}
 	if ev.Errno != 0 {
-		ze.Object += " (" + ev.Errno.Error() + ")"
+		out.Outcome = " (" + ev.Errno.Error() + ")"
 	}
-	return ze
+	out.Event = ze
+	return out
 }
 
 // packetObject names a packet the egress packet program dropped: "packet

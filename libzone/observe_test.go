@@ -1,8 +1,11 @@
 package libzone
 
 import (
+	"os"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/zone"
@@ -22,7 +25,7 @@ func TestEventOfAReusedZoneID(t *testing.T) {
 	created := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
 	web := &zone.Zone{Name: "web", ID: 7, Created: created}
 	ids := zoneIDs{7: web}
-	files := map[uint32]fileDenyPaths{7: {inodeKey(3, 42): "/etc/shadow"}}
+	names := &eventNames{zones: ids, files: map[uint32]DenyPaths{7: {inodeKey(3, 42): "/etc/shadow"}}}
 	ke := &kernelEnforcer{k: &bpf.Kernel{}}
 	for _, tc := range []struct {
 		at         time.Time
@@ -33,7 +36,7 @@ func TestEventOfAReusedZoneID(t *testing.T) {
 		{created.Add(-time.Minute), "zone-7", "inode 42 on device 3"},
 	} {
 		ev := bpf.Event{Zone: 7, TargetZone: 7, Time: tc.at, Control: bpf.ControlFile, Dev: 3, Ino: 42}
-		got := ke.zoneEvent(ev, ids, nil, files)
+		got := names.event(ke.kernelEvent(ev))
 		target := ""
 		if tc.zone == "web" {
 			target = "web"
@@ -43,4 +46,57 @@ func TestEventOfAReusedZoneID(t *testing.T) {
 				tc.at.Sub(created), got.Zone, got.TargetZone, got.Object, tc.zone, target, tc.what)
 		}
 	}
+}
+
+// A drain that finds no kernel events writes nothing: bbolt gives every
+// committed write transaction, empty or not, a new transaction id, so the
+// database's id must not move.
+func TestEmptyDrainCommitsNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: installs the kernel programs of a test root")
+	}
+	root := t.TempDir()
+	e, err := New(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := zone.Preset("standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateZone("drain", p, "preset:standard"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The root's last zone: its programs, pins and anchor cgroup go too.
+		if err := e.DeleteZone("drain", false); err != nil {
+			t.Errorf("remove the test zone and its kernel programs: %v", err)
+		}
+	})
+	if _, installed := bpf.InstalledBackend(bpf.PinDirFor(root)); !installed {
+		t.Fatal("no kernel programs installed: a drain would not reach the kernel")
+	}
+	before := boltTxID(t, e.Store().Path())
+	for range 3 {
+		if _, err := e.DrainEvents(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := boltTxID(t, e.Store().Path()); after != before {
+		t.Errorf("three drains without events moved the database from transaction %d to %d", before, after)
+	}
+}
+
+func boltTxID(t *testing.T, path string) int {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id int
+	if err := db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

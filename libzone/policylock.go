@@ -1,7 +1,6 @@
 package libzone
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/internal/flock"
-	"github.com/rauha-runtime/rauha/zone"
 )
 
 // lockPolicies serializes, across every rauha process of this root, the
@@ -20,10 +18,16 @@ import (
 // recovery must never allow. The lock is a file lock, so a killed rauha
 // releases it.
 func (e *Engine) lockPolicies() (unlock func(), err error) {
+	return e.lockRootFile("policy.lock")
+}
+
+// lockRootFile takes an exclusive flock on the file name in the state root,
+// creating both if needed.
+func (e *Engine) lockRootFile(name string) (unlock func(), err error) {
 	if err := os.MkdirAll(e.root, 0o700); err != nil {
 		return nil, fmt.Errorf("state root %s: %w", e.root, err)
 	}
-	path := filepath.Join(e.root, "policy.lock")
+	path := filepath.Join(e.root, name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -33,25 +37,4 @@ func (e *Engine) lockPolicies() (unlock func(), err error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil
-}
-
-// applyStored pushes zone name's policy as the store holds it now, under the
-// policy lock. It reports false when the zone no longer exists.
-func (e *Engine) applyStored(enf Enforcer, name string) (bool, error) {
-	unlock, err := e.lockPolicies()
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	var z *zone.Zone
-	err = e.store.View(func(tx *zone.Tx) (err error) {
-		z, err = tx.Zone(name)
-		return err
-	})
-	if errors.Is(err, zone.ErrNotFound) {
-		return false, nil
-	} else if err != nil {
-		return false, fmt.Errorf("zone %s: %w", name, err)
-	}
-	return true, enf.Apply(z)
 }

@@ -152,7 +152,7 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		if cfg := c.lc.Config(); privateNamespace(&cfg, configs.NEWNET) && r.Pid > 0 {
 			netns = "/proc/" + strconv.Itoa(r.Pid) + "/ns/net"
 		}
-		if err := enf.Join(z, r, netns); err != nil {
+		if err := e.join(enf, z, r, netns); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -226,15 +226,18 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 }
 
 // uninstallIfNoZones removes the kernel programs and maps (and their pins)
-// of a root without zones, which needs none. It runs inside a store
-// transaction so a concurrent create (which stores its zone before it opens
-// the kernel side) either sees the programs or reinstalls them. A root that
-// still has zones costs one read-only look.
+// of a root without zones, which needs none. The check and the removal run
+// inside one read transaction: the store takes one exclusive lock for
+// readers and writers alike, so a concurrent create (which stores its zone
+// before it opens the kernel side) either stored its zone before the check
+// or opens the kernel side after the removal and reinstalls it. Nothing is
+// written, so nothing is committed. A root that still has zones costs one
+// read-only look.
 func (e *Engine) uninstallIfNoZones(enf Enforcer) (removed bool, err error) {
 	if has, err := e.hasZones(); err != nil || has {
 		return false, err
 	}
-	err = e.store.Update(func(tx *zone.Tx) error {
+	err = e.store.View(func(tx *zone.Tx) error {
 		if tx.HasZones() {
 			return nil
 		}

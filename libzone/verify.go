@@ -27,6 +27,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	var (
 		z       *zone.Zone
 		members []zone.Container
+		peers   []uint32
 	)
 	err := e.store.View(func(tx *zone.Tx) error {
 		if container != "" {
@@ -42,8 +43,12 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 			return fmt.Errorf("zone %s: %w", zoneName, err)
 		}
 		if container == "" {
-			members, err = tx.Members(zoneName)
+			if members, err = tx.Members(zoneName); err != nil {
+				return err
+			}
 		}
+		// What the kernel policy should hold, read as a push reads it.
+		peers, err = zonePeers(tx, &z.Policy)
 		return err
 	})
 	if errors.Is(err, zone.ErrNotFound) {
@@ -75,7 +80,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 			live = append(live, members[i])
 		}
 	}
-	enf.Verify(z, live, r)
+	enf.Verify(&ResolvedZone{Zone: z, Peers: peers, Members: live}, r)
 	r.Finish()
 	return r, nil
 }

@@ -151,9 +151,18 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 		return nil, err
 	}
 	defer unlock()
-	var old *zone.Zone
+	var (
+		old     *zone.Zone
+		interim *ResolvedZone
+		names   string
+	)
 	err = e.store.View(func(tx *zone.Tx) (err error) {
-		old, err = tx.Zone(name)
+		if old, err = tx.Zone(name); err != nil {
+			return err
+		}
+		m := *old
+		m.Policy = *meet(&old.Policy, p)
+		interim, names, err = resolveZone(tx, &m)
 		return err
 	})
 	if errors.Is(err, zone.ErrNotFound) {
@@ -164,17 +173,27 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if un := enf.Unavailable(p, nil); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
 		return nil, fmt.Errorf("zone %s: the new policy (admission strict) asks for controls this kernel cannot enforce with %s: %s", name, enf.Backend(), strings.Join(un, ", "))
 	}
-	interim := *old
-	interim.Policy = *meet(&old.Policy, p)
-	if err := enf.Apply(&interim); err != nil {
+	// The meet goes to the kernel before the store has the new policy, and
+	// the new one only after: whichever step is the last to finish, the
+	// kernel is at least as strict as the stored policy. Each write comes
+	// after the push before it, in a transaction of its own (push.go).
+	if err := e.push(enf, interim, names); err != nil {
 		return nil, err
 	}
 	z := *old
 	z.Policy, z.PolicySource = *p, source
-	if err := e.store.Update(func(tx *zone.Tx) error { return tx.PutZone(&z) }); err != nil {
+	var next *ResolvedZone
+	err = e.store.Update(func(tx *zone.Tx) (err error) {
+		if err := tx.PutZone(&z); err != nil {
+			return err
+		}
+		next, names, err = resolveZone(tx, &z)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("store the policy of zone %s: %w", name, err)
 	}
-	if err := enf.Apply(&z); err != nil {
+	if err := e.push(enf, next, names); err != nil {
 		return nil, fmt.Errorf("%w (the kernel holds a policy at least as strict as both; 'rauha zone reconcile' retries)", err)
 	}
 	return &z, nil
@@ -269,7 +288,7 @@ func (e *Engine) DrainEvents() (*zone.EventLog, error) {
 		return nil, err
 	}
 	defer enf.Close()
-	if err := enf.Drain(log); err != nil {
+	if err := e.drain(enf, log); err != nil {
 		return nil, fmt.Errorf("collect events from the kernel: %w", err)
 	}
 	return log, nil

@@ -156,11 +156,13 @@ func (s *Store) Update(fn func(tx *Tx) error) (err error) {
 }
 
 // View runs fn in one read-only transaction. When the database does not exist
-// yet it creates nothing: fn sees an empty store.
+// yet it creates nothing: fn sees an empty store. fn holds the same lock as a
+// writer whenever the root exists (with or without a database), so it may
+// rely on no Update running until it returns.
 func (s *Store) View(fn func(tx *Tx) error) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := os.Stat(s.Path()); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(s.root); errors.Is(err, fs.ErrNotExist) {
 		return fn(&Tx{})
 	}
 	unlock, err := s.lock()
