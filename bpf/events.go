@@ -57,6 +57,12 @@ const (
 	HookLSMMmapFile      = Hook(rauhaHookHOOK_LSM_MMAP_FILE)
 	HookLSMFileMprotect  = Hook(rauhaHookHOOK_LSM_FILE_MPROTECT)
 	HookSkbEgress        = Hook(rauhaHookHOOK_SKB_EGRESS)
+	// A signal a file sends to the owner a zone task set (SIGIO, F_SETSIG,
+	// SIGURG); the event names the task that set the owner.
+	HookLSMFileSendSigiotask = Hook(rauhaHookHOOK_LSM_FILE_SEND_SIGIOTASK)
+	// A zone task setting a file's owner when no record of it can be kept.
+	HookLSMFileFcntl = Hook(rauhaHookHOOK_LSM_FILE_FCNTL)
+	HookLSMFileIoctl = Hook(rauhaHookHOOK_LSM_FILE_IOCTL)
 )
 
 var hookNames = map[Hook]string{
@@ -67,7 +73,8 @@ var hookNames = map[Hook]string{
 	HookLSMTaskKill: "lsm/task_kill", HookLSMSocketConnect: "lsm/socket_connect",
 	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
 	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
-	HookSkbEgress: "cgroup_skb/egress",
+	HookSkbEgress: "cgroup_skb/egress", HookLSMFileSendSigiotask: "lsm/file_send_sigiotask",
+	HookLSMFileFcntl: "lsm/file_fcntl", HookLSMFileIoctl: "lsm/file_ioctl",
 }
 
 func (h Hook) String() string {
@@ -110,13 +117,13 @@ type Event struct {
 	Hook     Hook
 	Verdict  Verdict
 	Errno    syscall.Errno // what the task got; 0 when it was allowed
-	Pid      uint32        // thread id, initial pid namespace
+	Pid      uint32        // thread id, initial pid namespace (HookLSMFileSendSigiotask: of the task that set the file's owner)
 	Tgid     uint32
 	UID      uint32
 	Comm     string
 	CgroupID uint64
 	// Control specific; zero when not applicable.
-	Path       string         // observed open/exec: path argument; cgroup: file name
+	Path       string         // observed open/exec: path argument; cgroup: file name; observed pidfd_send_signal: the pidfd's file name
 	Dev, Ino   uint64         // file/exec (bpf-lsm): the inode (Dev as in stat(2))
 	Arg        uint64         // signal number, ptrace mode/request, capability, cgroup id
 	TargetPid  int32          // signal/ptrace target

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -177,6 +180,40 @@ func helperOp(op string, args []string) error {
 		pid, _ := strconv.Atoi(args[0])
 		sig, _ := strconv.Atoi(args[1])
 		return unix.Kill(pid, syscall.Signal(sig))
+	case "pidfd-kill": // pidfd-kill <pid> <sig>: pidfd_send_signal
+		pid, _ := strconv.Atoi(args[0])
+		sig, _ := strconv.Atoi(args[1])
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return fmt.Errorf("pidfd_open: %w", err)
+		}
+		defer unix.Close(fd)
+		return unix.PidfdSendSignal(fd, syscall.Signal(sig), nil, 0)
+	case "sigqueue": // sigqueue <pid> <sig>: rt_sigqueueinfo, as sigqueue(3) calls it
+		pid, _ := strconv.Atoi(args[0])
+		sig, _ := strconv.Atoi(args[1])
+		info := unix.Siginfo{Signo: int32(sig), Code: -1} // SI_QUEUE
+		_, _, errno := unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(pid), uintptr(sig), uintptr(unsafe.Pointer(&info)))
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	case "sigio", "sigurg": // sigio <pid> <F_SETSIG signal, 0: SIGIO>; sigurg <pid>
+		pid, _ := strconv.Atoi(args[0])
+		if op == "sigurg" {
+			return sigurg(pid)
+		}
+		sig, _ := strconv.Atoi(args[1])
+		return sigio(pid, sig)
+	case "sigwatch": // a target that prints the number of each SIGIO, SIGURG, SIGUSR1, SIGPWR it gets
+		ch := make(chan os.Signal, 16)
+		signal.Notify(ch, unix.SIGIO, unix.SIGURG, unix.SIGUSR1, unix.SIGPWR)
+		go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
+		fmt.Println("ready")
+		for s := range ch {
+			fmt.Println(int(s.(syscall.Signal)))
+		}
+		return nil
 	case "ptrace":
 		// The tracer thread must stay the same for the whole session.
 		runtime.LockOSThread()
@@ -219,6 +256,77 @@ func helperOp(op string, args []string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown operation %q", op)
+}
+
+// sigio makes a pipe signal pid (SIGIO, or sig when not 0) when data
+// arrives: the owner set with F_SETOWN, the signal with F_SETSIG, and
+// O_ASYNC. The signal is generated within the write.
+func sigio(pid, sig int) error {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return err
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	if _, err := unix.FcntlInt(uintptr(p[0]), unix.F_SETOWN, pid); err != nil {
+		return fmt.Errorf("F_SETOWN: %w", err)
+	}
+	if sig != 0 {
+		if _, err := unix.FcntlInt(uintptr(p[0]), unix.F_SETSIG, sig); err != nil {
+			return fmt.Errorf("F_SETSIG: %w", err)
+		}
+	}
+	if _, err := unix.FcntlInt(uintptr(p[0]), unix.F_SETFL, unix.O_ASYNC); err != nil {
+		return fmt.Errorf("O_ASYNC: %w", err)
+	}
+	_, err := unix.Write(p[1], []byte("x"))
+	return err
+}
+
+// sigurg makes a TCP loopback connection whose receiving socket is owned
+// by pid, and sends it one byte of urgent data (MSG_OOB): the receiving
+// side signals SIGURG when the urgent pointer arrives, which the poll for
+// POLLPRI waits for.
+func sigurg(pid int) error {
+	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(l)
+	if err := unix.Bind(l, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return err
+	}
+	if err := unix.Listen(l, 1); err != nil {
+		return err
+	}
+	sa, err := unix.Getsockname(l)
+	if err != nil {
+		return err
+	}
+	c, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(c)
+	if err := unix.Connect(c, sa); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	a, _, err := unix.Accept4(l, unix.SOCK_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(a)
+	if _, err := unix.FcntlInt(uintptr(a), unix.F_SETOWN, pid); err != nil {
+		return fmt.Errorf("F_SETOWN: %w", err)
+	}
+	if err := unix.Sendto(c, []byte("!"), unix.MSG_OOB, nil); err != nil {
+		return fmt.Errorf("send MSG_OOB: %w", err)
+	}
+	fds := []unix.PollFd{{Fd: int32(a), Events: unix.POLLPRI}}
+	if n, err := unix.Poll(fds, 5000); err != nil || n != 1 {
+		return fmt.Errorf("no urgent data arrived: %d %v", n, err)
+	}
+	return nil
 }
 
 // packetOp sends one datagram whose real destination the address passed
@@ -535,4 +643,77 @@ func freePort(t *testing.T) uint16 {
 		t.Fatal(err)
 	}
 	return uint16(sa.(*unix.SockaddrInet4).Port)
+}
+
+// sigWatcher is a running "sigwatch" helper: a target for signals a test
+// wants to see arrive, or not.
+type sigWatcher struct {
+	pid   int
+	lines chan string
+}
+
+// watch starts a sigwatch helper; it is stopped when the test ends. The
+// Go runtime's own SIGURG (asynchronous preemption) is switched off so
+// that every SIGURG it reports came from outside.
+func (w workload) watch(t *testing.T) *sigWatcher {
+	t.Helper()
+	cmd := w.command(t, "sigwatch")
+	cmd.Env = append(cmd.Env, "GODEBUG=asyncpreemptoff=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	s := &sigWatcher{pid: cmd.Process.Pid, lines: make(chan string, 64)}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+	}()
+	if l := <-s.lines; l != "ready" {
+		t.Fatalf("sigwatch did not start: %q", l)
+	}
+	return s
+}
+
+// received returns the signals that reached the watcher since the last
+// call. A signal the kernel generated for it is pending before the sending
+// syscall returns; the test's own SIGPWR, sent now, is handled after every
+// lower-numbered signal already pending (the Go runtime hands them over in
+// signal-number order), so it marks the end.
+func (s *sigWatcher) received(t *testing.T) []int {
+	t.Helper()
+	if err := unix.Kill(s.pid, unix.SIGPWR); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("sigwatch %d exited; got %v", s.pid, got)
+			}
+			n, _ := strconv.Atoi(l)
+			if n == int(unix.SIGPWR) {
+				return got
+			}
+			got = append(got, n)
+		case <-timeout:
+			t.Fatalf("sigwatch %d: no SIGPWR mark within 5s; got %v", s.pid, got)
+		}
+	}
 }

@@ -77,6 +77,11 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneCapable, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneMmapFile, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneFileMprotect, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneFileFcntl, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneFileIoctlOwner, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneFileSetFowner, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneFileFree, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneFileSendSigiotask, lsm: true, attach: ebpf.AttachLSMMac},
 }
 
 // backendPrograms are the programs a backend installs.
@@ -458,7 +463,7 @@ func backendName(lsm bool) string {
 func (k *Kernel) allMaps() []*ebpf.Map {
 	m := &k.maps
 	return []*ebpf.Map{m.ZoneByCgid, m.ZonePolicy, m.Egress4, m.Egress6, m.ZonePeers,
-		m.FileDeny, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events}
+		m.FileDeny, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners}
 }
 
 // LSM reports which backend this handle was opened for.

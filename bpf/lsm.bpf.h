@@ -201,8 +201,11 @@ int BPF_PROG(zone_task_kill, struct task_struct *p, struct kernel_siginfo *info,
 	if (ret)
 		return ret;
 
-	/* A non-NULL cred means asynchronous delivery (SIGIO, USB async I/O):
-	 * current is not the sender. The raw slot, never `cred` itself. */
+	/* A non-NULL cred means asynchronous delivery: current is not the
+	 * sender. Its only caller is usbfs async I/O, whose signals go to the
+	 * task that submitted the request or opened the device; SIGIO and
+	 * SIGURG never come here (sigio.bpf.h judges them). The raw slot,
+	 * never `cred` itself. */
 	__u64 raw_cred = 0;
 	bpf_probe_read_kernel(&raw_cred, sizeof(raw_cred), &ctx[3]);
 	if (raw_cred)

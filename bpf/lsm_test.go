@@ -86,7 +86,8 @@ func TestLSM(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
-		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect"}
+		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect",
+		"lsm/file_fcntl", "lsm/file_ioctl", "lsm/file_set_fowner", "lsm/file_free_security", "lsm/file_send_sigiotask"}
 	for _, zone := range []uint32{zoneA, zoneB} {
 		want = append(want, "cgroup_skb/egress cgroup="+strconv.FormatUint(cgids[zone], 10))
 	}
@@ -208,6 +209,16 @@ func TestLSM(t *testing.T) {
 		if ev.TargetZone != 0 || ev.Errno != unix.EPERM || ev.Verdict != VerdictDenied {
 			t.Errorf("zone->host kill event: %+v", ev)
 		}
+		// pidfd_send_signal and rt_sigqueueinfo reach the same hook, each
+		// with its own event.
+		for _, op := range []string{"pidfd-kill", "sigqueue"} {
+			inA.expect(t, "EPERM", op, pid(targetHost), "0")
+			inA.expect(t, "ok", op, pid(targetA), "0")
+			host.expect(t, "ok", op, pid(targetB), "0")
+			drainUntil(t, k, func(e Event) bool {
+				return e.Zone == zoneA && e.Hook == HookLSMTaskKill && e.TargetPid == int32(targetHost) && e.Errno == unix.EPERM
+			})
+		}
 		p := isolated
 		p.SignalFrom = []uint32{zoneA}
 		if err := k.SetPolicy(zoneB, p); err != nil {
@@ -216,6 +227,78 @@ func TestLSM(t *testing.T) {
 		inA.expect(t, "ok", "kill", pid(targetB), "0")
 		if err := k.SetPolicy(zoneB, isolated); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// Signals a file sends to its owner: the task that set the owner is
+	// the sender, whoever makes the I/O happen.
+	t.Run("file_send_sigiotask", func(t *testing.T) {
+		wA, wB, wHost := inA.watch(t), inB.watch(t), host.watch(t)
+		sigIO, sigURG, sigUSR1 := int(unix.SIGIO), int(unix.SIGURG), int(unix.SIGUSR1)
+		check := func(from workload, to *sigWatcher, want bool, op string, args ...string) {
+			t.Helper()
+			from.expect(t, "ok", append([]string{op, pid(to.pid)}, args...)...)
+			sig := sigURG
+			if op == "sigio" {
+				sig = sigIO
+				if args[0] != "0" {
+					sig, _ = strconv.Atoi(args[0])
+				}
+			}
+			if got := to.received(t); slices.Contains(got, sig) != want {
+				t.Errorf("%s %v from %s to %d: received %v, want signal %d delivered: %v", op, args, from.where(), to.pid, got, sig, want)
+			}
+		}
+		// Outside any zone the routes work, to the host and into zones.
+		check(host, wHost, true, "sigio", "0")
+		check(host, wB, true, "sigio", "0")
+		check(host, wHost, true, "sigurg")
+		// Within a zone.
+		check(inA, wA, true, "sigio", "0")
+		check(inA, wA, true, "sigurg")
+		// Out of a zone: the host and another zone.
+		check(inA, wHost, false, "sigio", "0")
+		ev := drainUntil(t, k, func(e Event) bool {
+			return e.Zone == zoneA && e.Hook == HookLSMFileSendSigiotask && e.TargetPid == int32(wHost.pid)
+		})
+		if ev.Control != ControlSignal || ev.Arg != uint64(sigIO) || ev.Errno != unix.EPERM || ev.Verdict != VerdictDenied ||
+			ev.TargetZone != 0 || ev.CgroupID != cgids[zoneA] || ev.Tgid == 0 || ev.Comm == "" {
+			t.Errorf("zone->host SIGIO event: %+v", ev)
+		}
+		check(inA, wB, false, "sigio", "0")
+		check(inA, wHost, false, "sigio", strconv.Itoa(sigUSR1)) // F_SETSIG: any signal
+		check(inA, wB, false, "sigurg")
+		drainUntil(t, k, func(e Event) bool {
+			return e.Zone == zoneA && e.Hook == HookLSMFileSendSigiotask && e.TargetPid == int32(wB.pid) &&
+				e.TargetZone == zoneB && e.Arg == uint64(sigURG)
+		})
+		// A peer entry of the target's zone allows it, as for kill(2).
+		p := isolated
+		p.SignalFrom = []uint32{zoneA}
+		if err := k.SetPolicy(zoneB, p); err != nil {
+			t.Fatal(err)
+		}
+		check(inA, wB, true, "sigio", "0")
+		if err := k.SetPolicy(zoneB, isolated); err != nil {
+			t.Fatal(err)
+		}
+		// Audit mode: delivered, and reported.
+		p = isolated
+		p.Mode = ModeAudit
+		setA(p)
+		check(inA, wHost, true, "sigio", "0")
+		drainUntil(t, k, func(e Event) bool {
+			return e.Zone == zoneA && e.Hook == HookLSMFileSendSigiotask && e.Verdict == VerdictAudited
+		})
+		setA(isolated)
+		// Every file the helpers owned is closed: no record outlives it.
+		var key uint64
+		var n int
+		for it := k.maps.SigioOwners.Iterate(); it.Next(&key, new(rauhaSigioOwner)); {
+			n++
+		}
+		if n != 0 {
+			t.Errorf("%d file owner records left after the files were closed", n)
 		}
 	})
 

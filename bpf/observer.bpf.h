@@ -32,9 +32,12 @@
 #define NR_connect 42
 #define NR_execve 59
 #define NR_kill 62
+#define NR_rt_sigqueueinfo 129
 #define NR_ptrace 101
 #define NR_tkill 200
 #define NR_tgkill 234
+#define NR_rt_tgsigqueueinfo 297
+#define NR_pidfd_send_signal 424
 #define NR_openat 257
 #define NR_memfd_create 319
 #define NR_execveat 322
@@ -99,6 +102,9 @@ static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
 #define NR_kill 129
 #define NR_tkill 130
 #define NR_tgkill 131
+#define NR_rt_sigqueueinfo 138
+#define NR_rt_tgsigqueueinfo 240
+#define NR_pidfd_send_signal 424
 #define NR_connect 203
 #define NR_execve 221
 #define NR_mmap 222
@@ -235,6 +241,9 @@ static __always_inline int observed_control(long nr, long ret)
 	case NR_kill:
 	case NR_tkill:
 	case NR_tgkill:
+	case NR_rt_sigqueueinfo:
+	case NR_rt_tgsigqueueinfo:
+	case NR_pidfd_send_signal:
 		return CONTROL_SIGNAL;
 	case NR_ptrace:
 		return CONTROL_PTRACE;
@@ -337,12 +346,19 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case NR_kill:
 	case NR_tkill:
+	case NR_rt_sigqueueinfo:
 		e->target_pid = (__s32)a0;
 		e->arg = a1;
 		break;
 	case NR_tgkill:
+	case NR_rt_tgsigqueueinfo:
 		e->target_pid = (__s32)a1;
 		e->arg = a2;
+		break;
+	case NR_pidfd_send_signal:
+		/* The target is a pidfd (or a /proc/PID directory): its name. */
+		e->arg = a1;
+		fd_name(task, (int)a0, e->path);
 		break;
 	case NR_ptrace:
 		e->target_pid = (__s32)a1;

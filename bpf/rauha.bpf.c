@@ -11,6 +11,7 @@
 #include "egress.bpf.h"
 #include "observer.bpf.h"
 #include "lsm.bpf.h"
+#include "sigio.bpf.h"
 
 /* The kernel's name for the SPDX line above; the LSM and tracing helpers
  * load only into programs with a GPL-compatible license. */

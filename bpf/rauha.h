@@ -75,6 +75,9 @@ enum hook {
 	HOOK_LSM_MMAP_FILE,
 	HOOK_LSM_FILE_MPROTECT,
 	HOOK_SKB_EGRESS,
+	HOOK_LSM_FILE_SEND_SIGIOTASK,
+	HOOK_LSM_FILE_FCNTL,
+	HOOK_LSM_FILE_IOCTL,
 };
 
 enum verdict {
@@ -144,7 +147,7 @@ struct event {
 		      * egress packet: IP protocol, | 1 << 8 when source-routed or unparsable */
 	__u64 dev;   /* file/exec: kernel dev_t */
 	__u32 zone;
-	__u32 pid; /* thread id, initial pid namespace */
+	__u32 pid; /* thread id, initial pid namespace (a file's owner signal: the task that set the owner) */
 	__u32 tgid;
 	__u32 uid;
 	__s32 target_pid; /* signal/ptrace target, as passed (observer) or its tgid (LSM) */

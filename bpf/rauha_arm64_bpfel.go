@@ -91,21 +91,24 @@ type rauhaFileKey struct {
 type rauhaHook uint32
 
 const (
-	rauhaHookHOOK_CONNECT4           rauhaHook = 1
-	rauhaHookHOOK_CONNECT6           rauhaHook = 2
-	rauhaHookHOOK_SENDMSG4           rauhaHook = 3
-	rauhaHookHOOK_SENDMSG6           rauhaHook = 4
-	rauhaHookHOOK_SYS_EXIT           rauhaHook = 5
-	rauhaHookHOOK_LSM_FILE_OPEN      rauhaHook = 6
-	rauhaHookHOOK_LSM_BPRM_CHECK     rauhaHook = 7
-	rauhaHookHOOK_LSM_PTRACE         rauhaHook = 8
-	rauhaHookHOOK_LSM_TASK_KILL      rauhaHook = 9
-	rauhaHookHOOK_LSM_SOCKET_CONNECT rauhaHook = 10
-	rauhaHookHOOK_LSM_SOCKET_SENDMSG rauhaHook = 11
-	rauhaHookHOOK_LSM_CAPABLE        rauhaHook = 12
-	rauhaHookHOOK_LSM_MMAP_FILE      rauhaHook = 13
-	rauhaHookHOOK_LSM_FILE_MPROTECT  rauhaHook = 14
-	rauhaHookHOOK_SKB_EGRESS         rauhaHook = 15
+	rauhaHookHOOK_CONNECT4                rauhaHook = 1
+	rauhaHookHOOK_CONNECT6                rauhaHook = 2
+	rauhaHookHOOK_SENDMSG4                rauhaHook = 3
+	rauhaHookHOOK_SENDMSG6                rauhaHook = 4
+	rauhaHookHOOK_SYS_EXIT                rauhaHook = 5
+	rauhaHookHOOK_LSM_FILE_OPEN           rauhaHook = 6
+	rauhaHookHOOK_LSM_BPRM_CHECK          rauhaHook = 7
+	rauhaHookHOOK_LSM_PTRACE              rauhaHook = 8
+	rauhaHookHOOK_LSM_TASK_KILL           rauhaHook = 9
+	rauhaHookHOOK_LSM_SOCKET_CONNECT      rauhaHook = 10
+	rauhaHookHOOK_LSM_SOCKET_SENDMSG      rauhaHook = 11
+	rauhaHookHOOK_LSM_CAPABLE             rauhaHook = 12
+	rauhaHookHOOK_LSM_MMAP_FILE           rauhaHook = 13
+	rauhaHookHOOK_LSM_FILE_MPROTECT       rauhaHook = 14
+	rauhaHookHOOK_SKB_EGRESS              rauhaHook = 15
+	rauhaHookHOOK_LSM_FILE_SEND_SIGIOTASK rauhaHook = 16
+	rauhaHookHOOK_LSM_FILE_FCNTL          rauhaHook = 17
+	rauhaHookHOOK_LSM_FILE_IOCTL          rauhaHook = 18
 )
 
 type rauhaLimits uint32
@@ -147,6 +150,16 @@ const (
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 14
 )
 
+type rauhaSigioOwner struct {
+	_    structs.HostLayout
+	Cgid uint64
+	Zone uint32
+	Pid  uint32
+	Tgid uint32
+	Uid  uint32
+	Comm [16]int8
+}
+
 type rauhaSkbEvents uint32
 
 const (
@@ -172,33 +185,39 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	rauhaMapEgress4            = "egress4"
-	rauhaMapEgress6            = "egress6"
-	rauhaMapEvents             = "events"
-	rauhaMapFileDeny           = "file_deny"
-	rauhaMapMemberNetns        = "member_netns"
-	rauhaMapSkbEventLimit      = "skb_event_limit"
-	rauhaMapZoneByCgid         = "zone_by_cgid"
-	rauhaMapZoneCounters       = "zone_counters"
-	rauhaMapZonePeers          = "zone_peers"
-	rauhaMapZonePolicy         = "zone_policy"
-	rauhaProgEgressConnect4    = "egress_connect4"
-	rauhaProgEgressConnect6    = "egress_connect6"
-	rauhaProgEgressSendmsg4    = "egress_sendmsg4"
-	rauhaProgEgressSendmsg6    = "egress_sendmsg6"
-	rauhaProgEgressSkb         = "egress_skb"
-	rauhaProgObserveSysExit    = "observe_sys_exit"
-	rauhaProgZoneBprmCheck     = "zone_bprm_check"
-	rauhaProgZoneCapable       = "zone_capable"
-	rauhaProgZoneFileMprotect  = "zone_file_mprotect"
-	rauhaProgZoneFileOpen      = "zone_file_open"
-	rauhaProgZoneMmapFile      = "zone_mmap_file"
-	rauhaProgZonePtrace        = "zone_ptrace"
-	rauhaProgZoneSocketConnect = "zone_socket_connect"
-	rauhaProgZoneSocketSendmsg = "zone_socket_sendmsg"
-	rauhaProgZoneTaskKill      = "zone_task_kill"
-	rauhaVarUnusedEnums        = "unused_enums"
-	rauhaVarUnusedEvent        = "unused_event"
+	rauhaMapEgress4                = "egress4"
+	rauhaMapEgress6                = "egress6"
+	rauhaMapEvents                 = "events"
+	rauhaMapFileDeny               = "file_deny"
+	rauhaMapMemberNetns            = "member_netns"
+	rauhaMapSigioOwners            = "sigio_owners"
+	rauhaMapSkbEventLimit          = "skb_event_limit"
+	rauhaMapZoneByCgid             = "zone_by_cgid"
+	rauhaMapZoneCounters           = "zone_counters"
+	rauhaMapZonePeers              = "zone_peers"
+	rauhaMapZonePolicy             = "zone_policy"
+	rauhaProgEgressConnect4        = "egress_connect4"
+	rauhaProgEgressConnect6        = "egress_connect6"
+	rauhaProgEgressSendmsg4        = "egress_sendmsg4"
+	rauhaProgEgressSendmsg6        = "egress_sendmsg6"
+	rauhaProgEgressSkb             = "egress_skb"
+	rauhaProgObserveSysExit        = "observe_sys_exit"
+	rauhaProgZoneBprmCheck         = "zone_bprm_check"
+	rauhaProgZoneCapable           = "zone_capable"
+	rauhaProgZoneFileFcntl         = "zone_file_fcntl"
+	rauhaProgZoneFileFree          = "zone_file_free"
+	rauhaProgZoneFileIoctlOwner    = "zone_file_ioctl_owner"
+	rauhaProgZoneFileMprotect      = "zone_file_mprotect"
+	rauhaProgZoneFileOpen          = "zone_file_open"
+	rauhaProgZoneFileSendSigiotask = "zone_file_send_sigiotask"
+	rauhaProgZoneFileSetFowner     = "zone_file_set_fowner"
+	rauhaProgZoneMmapFile          = "zone_mmap_file"
+	rauhaProgZonePtrace            = "zone_ptrace"
+	rauhaProgZoneSocketConnect     = "zone_socket_connect"
+	rauhaProgZoneSocketSendmsg     = "zone_socket_sendmsg"
+	rauhaProgZoneTaskKill          = "zone_task_kill"
+	rauhaVarUnusedEnums            = "unused_enums"
+	rauhaVarUnusedEvent            = "unused_event"
 )
 
 // loadRauha returns the embedded CollectionSpec for rauha.
@@ -243,21 +262,26 @@ type rauhaSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type rauhaProgramSpecs struct {
-	EgressConnect4    *ebpf.ProgramSpec `ebpf:"egress_connect4"`
-	EgressConnect6    *ebpf.ProgramSpec `ebpf:"egress_connect6"`
-	EgressSendmsg4    *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
-	EgressSendmsg6    *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
-	EgressSkb         *ebpf.ProgramSpec `ebpf:"egress_skb"`
-	ObserveSysExit    *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
-	ZoneBprmCheck     *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
-	ZoneCapable       *ebpf.ProgramSpec `ebpf:"zone_capable"`
-	ZoneFileMprotect  *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
-	ZoneFileOpen      *ebpf.ProgramSpec `ebpf:"zone_file_open"`
-	ZoneMmapFile      *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
-	ZonePtrace        *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
-	ZoneSocketConnect *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
-	ZoneSocketSendmsg *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
-	ZoneTaskKill      *ebpf.ProgramSpec `ebpf:"zone_task_kill"`
+	EgressConnect4        *ebpf.ProgramSpec `ebpf:"egress_connect4"`
+	EgressConnect6        *ebpf.ProgramSpec `ebpf:"egress_connect6"`
+	EgressSendmsg4        *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
+	EgressSendmsg6        *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
+	EgressSkb             *ebpf.ProgramSpec `ebpf:"egress_skb"`
+	ObserveSysExit        *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
+	ZoneBprmCheck         *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
+	ZoneCapable           *ebpf.ProgramSpec `ebpf:"zone_capable"`
+	ZoneFileFcntl         *ebpf.ProgramSpec `ebpf:"zone_file_fcntl"`
+	ZoneFileFree          *ebpf.ProgramSpec `ebpf:"zone_file_free"`
+	ZoneFileIoctlOwner    *ebpf.ProgramSpec `ebpf:"zone_file_ioctl_owner"`
+	ZoneFileMprotect      *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
+	ZoneFileOpen          *ebpf.ProgramSpec `ebpf:"zone_file_open"`
+	ZoneFileSendSigiotask *ebpf.ProgramSpec `ebpf:"zone_file_send_sigiotask"`
+	ZoneFileSetFowner     *ebpf.ProgramSpec `ebpf:"zone_file_set_fowner"`
+	ZoneMmapFile          *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
+	ZonePtrace            *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
+	ZoneSocketConnect     *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
+	ZoneSocketSendmsg     *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
+	ZoneTaskKill          *ebpf.ProgramSpec `ebpf:"zone_task_kill"`
 }
 
 // rauhaMapSpecs contains maps before they are loaded into the kernel.
@@ -269,6 +293,7 @@ type rauhaMapSpecs struct {
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
 	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
+	SigioOwners   *ebpf.MapSpec `ebpf:"sigio_owners"`
 	SkbEventLimit *ebpf.MapSpec `ebpf:"skb_event_limit"`
 	ZoneByCgid    *ebpf.MapSpec `ebpf:"zone_by_cgid"`
 	ZoneCounters  *ebpf.MapSpec `ebpf:"zone_counters"`
@@ -309,6 +334,7 @@ type rauhaMaps struct {
 	Events        *ebpf.Map `ebpf:"events"`
 	FileDeny      *ebpf.Map `ebpf:"file_deny"`
 	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
+	SigioOwners   *ebpf.Map `ebpf:"sigio_owners"`
 	SkbEventLimit *ebpf.Map `ebpf:"skb_event_limit"`
 	ZoneByCgid    *ebpf.Map `ebpf:"zone_by_cgid"`
 	ZoneCounters  *ebpf.Map `ebpf:"zone_counters"`
@@ -323,6 +349,7 @@ func (m *rauhaMaps) Close() error {
 		m.Events,
 		m.FileDeny,
 		m.MemberNetns,
+		m.SigioOwners,
 		m.SkbEventLimit,
 		m.ZoneByCgid,
 		m.ZoneCounters,
@@ -343,21 +370,26 @@ type rauhaVariables struct {
 //
 // It can be passed to loadRauhaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type rauhaPrograms struct {
-	EgressConnect4    *ebpf.Program `ebpf:"egress_connect4"`
-	EgressConnect6    *ebpf.Program `ebpf:"egress_connect6"`
-	EgressSendmsg4    *ebpf.Program `ebpf:"egress_sendmsg4"`
-	EgressSendmsg6    *ebpf.Program `ebpf:"egress_sendmsg6"`
-	EgressSkb         *ebpf.Program `ebpf:"egress_skb"`
-	ObserveSysExit    *ebpf.Program `ebpf:"observe_sys_exit"`
-	ZoneBprmCheck     *ebpf.Program `ebpf:"zone_bprm_check"`
-	ZoneCapable       *ebpf.Program `ebpf:"zone_capable"`
-	ZoneFileMprotect  *ebpf.Program `ebpf:"zone_file_mprotect"`
-	ZoneFileOpen      *ebpf.Program `ebpf:"zone_file_open"`
-	ZoneMmapFile      *ebpf.Program `ebpf:"zone_mmap_file"`
-	ZonePtrace        *ebpf.Program `ebpf:"zone_ptrace"`
-	ZoneSocketConnect *ebpf.Program `ebpf:"zone_socket_connect"`
-	ZoneSocketSendmsg *ebpf.Program `ebpf:"zone_socket_sendmsg"`
-	ZoneTaskKill      *ebpf.Program `ebpf:"zone_task_kill"`
+	EgressConnect4        *ebpf.Program `ebpf:"egress_connect4"`
+	EgressConnect6        *ebpf.Program `ebpf:"egress_connect6"`
+	EgressSendmsg4        *ebpf.Program `ebpf:"egress_sendmsg4"`
+	EgressSendmsg6        *ebpf.Program `ebpf:"egress_sendmsg6"`
+	EgressSkb             *ebpf.Program `ebpf:"egress_skb"`
+	ObserveSysExit        *ebpf.Program `ebpf:"observe_sys_exit"`
+	ZoneBprmCheck         *ebpf.Program `ebpf:"zone_bprm_check"`
+	ZoneCapable           *ebpf.Program `ebpf:"zone_capable"`
+	ZoneFileFcntl         *ebpf.Program `ebpf:"zone_file_fcntl"`
+	ZoneFileFree          *ebpf.Program `ebpf:"zone_file_free"`
+	ZoneFileIoctlOwner    *ebpf.Program `ebpf:"zone_file_ioctl_owner"`
+	ZoneFileMprotect      *ebpf.Program `ebpf:"zone_file_mprotect"`
+	ZoneFileOpen          *ebpf.Program `ebpf:"zone_file_open"`
+	ZoneFileSendSigiotask *ebpf.Program `ebpf:"zone_file_send_sigiotask"`
+	ZoneFileSetFowner     *ebpf.Program `ebpf:"zone_file_set_fowner"`
+	ZoneMmapFile          *ebpf.Program `ebpf:"zone_mmap_file"`
+	ZonePtrace            *ebpf.Program `ebpf:"zone_ptrace"`
+	ZoneSocketConnect     *ebpf.Program `ebpf:"zone_socket_connect"`
+	ZoneSocketSendmsg     *ebpf.Program `ebpf:"zone_socket_sendmsg"`
+	ZoneTaskKill          *ebpf.Program `ebpf:"zone_task_kill"`
 }
 
 func (p *rauhaPrograms) Close() error {
@@ -370,8 +402,13 @@ func (p *rauhaPrograms) Close() error {
 		p.ObserveSysExit,
 		p.ZoneBprmCheck,
 		p.ZoneCapable,
+		p.ZoneFileFcntl,
+		p.ZoneFileFree,
+		p.ZoneFileIoctlOwner,
 		p.ZoneFileMprotect,
 		p.ZoneFileOpen,
+		p.ZoneFileSendSigiotask,
+		p.ZoneFileSetFowner,
 		p.ZoneMmapFile,
 		p.ZonePtrace,
 		p.ZoneSocketConnect,

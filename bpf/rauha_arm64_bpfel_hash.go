@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "3bba19425dd7a89090dbbe839f2776328bd5cb409ab37c931d715d58101beaed"
+const rauhaObjectSHA256 = "0c15beb65c036c17948266f2e51b7c6918d6e8adefe13779f66e0b987b6e786a"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0a9e7bcf27ca6820b309d7be5df4ecbf6cadd5e4e1525d754765747a1796d393"
+const rauhaObjectSHA256 = "314d7422f8facf480442b346f9d76e0c54e4841c609b98c520de172bb1b30709"

@@ -208,7 +208,7 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 			ze.Object = packetObject(ev)
 		}
 	case bpf.ControlSignal:
-		ze.Object = fmt.Sprintf("signal %d to pid %d", ev.Arg, ev.TargetPid)
+		ze.Object = signalObject(ev)
 	case bpf.ControlPtrace:
 		ze.Object = fmt.Sprintf("ptrace pid %d", ev.TargetPid)
 	case bpf.ControlCapability:
@@ -239,6 +239,23 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 	}
 	out.Event = ze
 	return out
+}
+
+// signalObject names a denied signal: "signal 15 to pid 42"; one a file
+// would have sent to the owner a zone task set, "signal 29 to pid 42 (file
+// owner)"; a pidfd_send_signal seen by the observer names the pidfd's file
+// ("signal 15 to pidfd [pidfd]"); a zone task refused an owner because no
+// record of it could be kept, "file owner (F_SETOWN) not recorded".
+func signalObject(ev bpf.Event) string {
+	switch {
+	case ev.Hook == bpf.HookLSMFileSendSigiotask:
+		return fmt.Sprintf("signal %d to pid %d (file owner)", ev.Arg, ev.TargetPid)
+	case ev.Hook == bpf.HookLSMFileFcntl || ev.Hook == bpf.HookLSMFileIoctl:
+		return "file owner (F_SETOWN) not recorded"
+	case ev.TargetPid == 0 && ev.Path != "":
+		return fmt.Sprintf("signal %d to pidfd %s", ev.Arg, ev.Path)
+	}
+	return fmt.Sprintf("signal %d to pid %d", ev.Arg, ev.TargetPid)
 }
 
 // packetObject names a packet the egress packet program dropped: "packet

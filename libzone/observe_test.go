@@ -100,3 +100,23 @@ func boltTxID(t *testing.T, path string) int {
 	}
 	return id
 }
+
+// A signal event says which route it took: kill(2) and its kin name the
+// target pid, a file's owner signal says so, the observer's
+// pidfd_send_signal names the pidfd.
+func TestSignalObject(t *testing.T) {
+	for _, tc := range []struct {
+		ev   bpf.Event
+		want string
+	}{
+		{bpf.Event{Hook: bpf.HookLSMTaskKill, Arg: 15, TargetPid: 42}, "signal 15 to pid 42"},
+		{bpf.Event{Hook: bpf.HookSysExit, Arg: 9, TargetPid: 42}, "signal 9 to pid 42"},
+		{bpf.Event{Hook: bpf.HookLSMFileSendSigiotask, Arg: 29, TargetPid: 42}, "signal 29 to pid 42 (file owner)"},
+		{bpf.Event{Hook: bpf.HookSysExit, Arg: 15, Path: "[pidfd]"}, "signal 15 to pidfd [pidfd]"},
+		{bpf.Event{Hook: bpf.HookLSMFileFcntl}, "file owner (F_SETOWN) not recorded"},
+	} {
+		if got := signalObject(tc.ev); got != tc.want {
+			t.Errorf("signalObject(%+v) = %q, want %q", tc.ev, got, tc.want)
+		}
+	}
+}
