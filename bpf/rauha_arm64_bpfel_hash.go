@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "3bba19425dd7a89090dbbe839f2776328bd5cb409ab37c931d715d58101beaed"
+const rauhaObjectSHA256 = "da9b270a7284d9933b071fd5298c95f240e1727d25b920ec3e53f5debd4b5707"

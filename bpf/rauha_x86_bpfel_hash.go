@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0a9e7bcf27ca6820b309d7be5df4ecbf6cadd5e4e1525d754765747a1796d393"
+const rauhaObjectSHA256 = "a5187c2402f62cc97e1f01f89e835564d155c26482b92529aeee70e22a8842e8"

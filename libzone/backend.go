@@ -3,6 +3,7 @@ package libzone
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,9 +138,6 @@ func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []str
 	if abi == 0 && (len(p.Exec.Allow) > 0 || len(p.Exec.Deny) > 0) {
 		out = append(out, "exec")
 	}
-	if len(p.Network.AllowedZones) > 0 {
-		out = append(out, "network.allowed_zones")
-	}
 	// Landlock cannot take a right from one entry of a directory, so a
 	// read-only or denied path below a writable one costs the writable
 	// parent its right to create entries (see landlock's doc).
@@ -194,6 +192,26 @@ func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy) (bpf.ZonePolicy, error) {
 	}
 	if p.Capabilities.Allowed != nil && ke.k.LSM() {
 		kp.CapDeny = capDenyMask(*p.Capabilities.Allowed)
+	}
+	if p.Network.AllowedZones != nil {
+		kp.ZonesRestricted = true
+		if len(*p.Network.AllowedZones) > 0 {
+			err := ke.store.View(func(tx *zone.Tx) error {
+				for _, name := range *p.Network.AllowedZones {
+					other, err := tx.Zone(name)
+					if errors.Is(err, zone.ErrNotFound) {
+						continue // allowing a zone that does not exist allows nothing
+					} else if err != nil {
+						return err
+					}
+					kp.NetPeers = append(kp.NetPeers, other.ID)
+				}
+				return nil
+			})
+			if err != nil {
+				return kp, fmt.Errorf("resolve network.allowed_zones: %w", err)
+			}
+		}
 	}
 	if len(p.Signals.AllowedZones) > 0 {
 		err := ke.store.View(func(tx *zone.Tx) error {
@@ -390,6 +408,13 @@ func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container, netns string) er
 			return fmt.Errorf("zone %s: container %s: %w", z.Name, c.ID, err)
 		}
 	}
+	addrs, err := parseAddrs(c.Addresses)
+	if err == nil {
+		err = ke.k.SetMemberAddrs(z.ID, cgid, addrs)
+	}
+	if err != nil {
+		return fmt.Errorf("zone %s: container %s: %w", z.Name, c.ID, err)
+	}
 	return nil
 }
 
@@ -457,11 +482,83 @@ func (ke *kernelEnforcer) Verify(z *zone.Zone, members []zone.Container, r *zone
 			r.Add(name, false, "cgroup_skb/egress is not attached to cgroup %d: raw and ICMP sockets reach any host; run 'rauha zone reconcile'", m.CgroupID)
 		}
 	}
+	ke.verifyAddrs(z, members, r)
 	if c, err := ke.k.Counters(z.ID); err != nil {
 		r.Add("events", false, "read counters: %v", err)
 	} else {
 		r.Add("events", c.Dropped == 0, "%d events dropped because the ring buffer was full", c.Dropped)
 	}
+}
+
+// verifyAddrs checks that every address in each running member's network
+// namespace is registered as the zone's: an address added after create is
+// not until reconcile, and the member's packets from it to other zones'
+// members are dropped meanwhile.
+func (ke *kernelEnforcer) verifyAddrs(z *zone.Zone, members []zone.Container, r *zone.IsolationReport) {
+	regs, err := ke.k.MemberAddrs()
+	if err != nil {
+		r.Add("addresses registered", false, "%v", err)
+		return
+	}
+	owners, err := ke.k.AddrZones()
+	if err != nil {
+		r.Add("addresses registered", false, "%v", err)
+		return
+	}
+	for _, m := range members {
+		name := "container " + m.ID + ": addresses"
+		live, err := liveAddrs(m.Pid)
+		if err != nil {
+			r.Add(name, false, "%v", err)
+			continue
+		}
+		if live == nil {
+			continue // stopped, or in the host's network namespace: no addresses of its own
+		}
+		var bad []string
+		for _, a := range live {
+			switch owner, ok := owners[a]; {
+			case !slices.Contains(regs[m.CgroupID], a):
+				bad = append(bad, fmt.Sprintf("%v is not registered (added after create: its packets to other zones' members are dropped until 'rauha zone reconcile')", a))
+			case !ok:
+				bad = append(bad, fmt.Sprintf("%v is registered for the member but in no zone: run 'rauha zone reconcile'", a))
+			case owner != z.ID:
+				bad = append(bad, fmt.Sprintf("%v belongs to zone id %d (a member of that zone holds it too)", a, owner))
+			}
+		}
+		if len(bad) > 0 {
+			r.Add(name, false, "%s", strings.Join(bad, "; "))
+		} else {
+			r.Add(name, true, "registered in zone id %d: %v", z.ID, live)
+		}
+	}
+}
+
+// liveAddrs reads the addresses of the network namespace of pid; nil when
+// the process is gone or shares rauha's (the host's) network namespace.
+func liveAddrs(pid int) ([]netip.Addr, error) {
+	if pid <= 0 {
+		return nil, nil
+	}
+	theirs, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+	}
+	mine, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		return nil, fmt.Errorf("network namespace of rauha: %w", err)
+	}
+	if os.SameFile(theirs, mine) {
+		return nil, nil
+	}
+	addrs, err := netnsAddrs(pid)
+	if err != nil {
+		return nil, err
+	}
+	return append([]netip.Addr{}, addrs...), nil
 }
 
 // capDenyMask is the bit set of every capability not in allowed.
@@ -520,6 +617,13 @@ func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) (
 	}
 	for _, cgid := range orphans {
 		fixed = append(fixed, fmt.Sprintf("removed the member pins of cgroup %d: registered in no zone, what a killed create or delete leaves", cgid))
+	}
+	dropped, err := ke.k.PruneAddrs()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, a := range dropped {
+		fixed = append(fixed, fmt.Sprintf("removed address %v: no member holds it", a))
 	}
 	ids, err := ke.k.PolicyZones()
 	if err != nil {

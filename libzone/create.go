@@ -270,6 +270,9 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 	if err != nil {
 		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}
+	if adm.rec.Addresses, err = memberAddrs(cfg, pid); err != nil {
+		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+	}
 	if err := enf.Join(adm.zone, adm.rec, netns); err != nil {
 		return 0, err
 	}

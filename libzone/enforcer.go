@@ -44,7 +44,8 @@ type Enforcer interface {
 	// Join registers a member's cgroup with the zone. The member's init
 	// exists and waits on the exec fifo: no user code has run. netns, when
 	// not empty, is the member's network namespace that no task outside it
-	// shares (ownNetns): loopback there is not egress.
+	// shares (ownNetns): loopback there is not egress. c.Addresses become
+	// the member's registered addresses, replacing what it had.
 	Join(z *zone.Zone, c *zone.Container, netns string) error
 	// Leave removes a member from the kernel's view of the zone.
 	Leave(z *zone.Zone, c *zone.Container) error
