@@ -88,7 +88,8 @@ func TestLSM(t *testing.T) {
 	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
 		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect"}
 	for _, zone := range []uint32{zoneA, zoneB} {
-		want = append(want, "cgroup_skb/egress cgroup="+strconv.FormatUint(cgids[zone], 10))
+		id := strconv.FormatUint(cgids[zone], 10)
+		want = append(want, "cgroup_skb/egress cgroup="+id, "cgroup_skb/ingress cgroup="+id)
 	}
 	slices.Sort(att)
 	slices.Sort(want)

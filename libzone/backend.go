@@ -481,6 +481,19 @@ func (ke *kernelEnforcer) Verify(z *zone.Zone, members []zone.Container, r *zone
 		default:
 			r.Add(name, false, "cgroup_skb/egress is not attached to cgroup %d: raw and ICMP sockets reach any host; run 'rauha zone reconcile'", m.CgroupID)
 		}
+		if z.Policy.Network.AllowedZones == nil {
+			continue
+		}
+		name = "container " + m.ID + ": packet ingress"
+		want = "cgroup_skb/ingress cgroup=" + strconv.FormatUint(m.CgroupID, 10)
+		switch {
+		case attached == nil:
+			r.Add(name, false, "attached programs unknown: %v", err)
+		case slices.Contains(attached, want):
+			r.Add(name, true, "cgroup_skb/ingress judges every packet delivered to cgroup %d by the zone of its sender", m.CgroupID)
+		default:
+			r.Add(name, false, "cgroup_skb/ingress is not attached to cgroup %d: other zones' members reach it whatever network.allowed_zones says; run 'rauha zone reconcile'", m.CgroupID)
+		}
 	}
 	ke.verifyAddrs(z, members, r)
 	if c, err := ke.k.Counters(z.ID); err != nil {

@@ -148,6 +148,7 @@ verify_check() {
 		fail "inspect does not show sa's addresses: $stdout"
 	verify_check a "container sa: addresses" true "$NET.1"
 	verify_check b "container sb: addresses" true "$NET.2"
+	verify_check b "container sb: packet ingress" true "cgroup_skb/ingress"
 
 	# zone update: running members, next connect.
 	zone_update a $'[network]\nallowed_zones = ["b"]'
