@@ -164,6 +164,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act action) (stat
 	} else if !ok {
 		return -1, fmt.Errorf("zone %s was deleted while container %s was being created", z.Name, id)
 	}
+	if adm.newZone {
+		if err := e.applyListing(enf, z.Name); err != nil {
+			return -1, err
+		}
+	}
 
 	// 4. libcontainer builds the container; its init waits on the exec fifo.
 	stripPoststart(config)
