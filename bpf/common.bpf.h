@@ -91,6 +91,42 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } member_netns SEC(".maps");
 
+/*
+ * Which zone an address belongs to: every address of a member's network
+ * namespace (loopback aside), registered at create and rebuilt by
+ * reconcile. member_addr holds what each member registered, so a delete
+ * removes an address only when no other member (a shared namespace) still
+ * has it; zone_addr is derived from it and is what the programs read.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct addr_key);
+	__type(value, __u32); /* zone */
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} zone_addr SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct member_addr_key);
+	__type(value, __u32); /* zone */
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} member_addr SEC(".maps");
+
+/*
+ * [0]: non-zero while some zone's policy sets network.allowed_zones. Only
+ * then do the packet programs of the other zones parse their packets (to
+ * keep a member's unregistered source address from reaching another zone).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} zones_in_use SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 512 * 1024);
@@ -332,6 +368,42 @@ static __always_inline bool is_loopback6(const __u32 a[4])
 	return a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == bpf_htonl(1);
 }
 
+/* The zone of a member that holds addr (family AF_INET: addr[0]), 0 if none. */
+static __always_inline __u32 addr_zone(__u8 family, const __u32 addr[4])
+{
+	struct addr_key k;
+	__u32 *z;
+
+	if (family == AF_INET) {
+		__u32 mapped[4] = { 0, 0, bpf_htonl(0xffff), addr[0] };
+		__builtin_memcpy(k.addr, mapped, 16);
+	} else {
+		__builtin_memcpy(k.addr, addr, 16);
+	}
+	z = bpf_map_lookup_elem(&zone_addr, &k);
+	return z ? *z : 0;
+}
+
+/* Whether zone's policy lets its members exchange packets with peer's. */
+static __always_inline bool net_peer_allowed(__u32 zone, __u32 peer)
+{
+	struct peer_key k = { .actor = peer, .target = zone };
+	__u32 *bits;
+
+	if (peer == zone)
+		return true;
+	bits = bpf_map_lookup_elem(&zone_peers, &k);
+	return bits && (*bits & PEER_NET);
+}
+
+static __always_inline bool zones_used(void)
+{
+	__u32 k = 0;
+	__u32 *on = bpf_map_lookup_elem(&zones_in_use, &k);
+
+	return on && *on;
+}
+
 /*
  * The egress decision for one destination, shared by the cgroup programs
  * and the LSM hooks. IPv4-mapped IPv6 destinations are IPv4 traffic and are
@@ -347,10 +419,23 @@ static __always_inline int egress_check(__u32 zone, __u64 member, __u8 family, c
 	*ep = NULL;
 	count_check(c, CONTROL_EGRESS);
 	load_policy(zone, &p);
-	if (!(p.flags & POLICY_EGRESS_RESTRICTED))
+	if (!(p.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED)))
 		return 0;
 
-	if (family == AF_INET || is_v4_mapped(addr)) {
+	/* An address of another zone's member is judged by allowed_zones,
+	 * every other by allowed_egress. (An IPv4-mapped IPv6 destination is
+	 * its IPv4 address's key as it stands.) */
+	__u32 peer = 0;
+	if (p.flags & POLICY_ZONES_RESTRICTED) {
+		peer = addr_zone(family, addr);
+		if (peer && net_peer_allowed(zone, peer))
+			return 0;
+	}
+	if (peer) {
+		/* denied below */
+	} else if (!(p.flags & POLICY_EGRESS_RESTRICTED)) {
+		return 0;
+	} else if (family == AF_INET || is_v4_mapped(addr)) {
 		__u32 a4 = family == AF_INET ? addr[0] : addr[3];
 		if (own_loopback(member, netns_cookie, is_loopback4(a4)) || egress4_allowed(zone, a4, port))
 			return 0;
@@ -361,6 +446,7 @@ static __always_inline int egress_check(__u32 zone, __u64 member, __u8 family, c
 
 	int ret = deny(zone, &p, c, CONTROL_EGRESS, hook, EPERM, ep);
 	if (*ep) {
+		(*ep)->target_zone = peer;
 		(*ep)->family = family;
 		(*ep)->port = port;
 		__builtin_memcpy((*ep)->addr, addr, 16);

@@ -6,7 +6,9 @@
  *     leave an event;
  *   - cgroup_skb/egress (both backends) judges every IP packet a member's
  *     socket sends by where it really goes, which the address passed does
- *     not tell for raw and ICMP sockets or with source routing.
+ *     not tell for raw and ICMP sockets or with source routing;
+ *   - cgroup_skb/ingress (both backends) judges every IP packet delivered
+ *     to a member's socket by the zone of the member that sent it.
  * Returning 0 denies.
  *
  * These programs run only for tasks under a member's cgroup, so a task that
@@ -368,23 +370,30 @@ static __always_inline bool skb_event_allowed(__u32 zone)
 }
 
 static __always_inline void skb_event(__u32 zone, const struct policy *pol, struct counters *c,
-				      struct __sk_buff *skb, const struct packet *p)
+				      struct __sk_buff *skb, const struct packet *p, __u16 control,
+				      __u16 hook, __u32 peer, __u64 flags)
 {
 	if (!skb_event_allowed(zone))
 		return;
 	/* No task fields: a packet may leave in softirq (TCP timers), where
 	 * current is whatever ran, and kernels before 6.10 do not give these
 	 * programs current's helpers. The socket's cgroup names the member. */
-	struct event *e = event_reserve(zone, c, CONTROL_EGRESS, HOOK_SKB_EGRESS,
+	struct event *e = event_reserve(zone, c, control, hook,
 					(pol->flags & POLICY_AUDIT) ? VERDICT_AUDITED : VERDICT_DENIED,
 					(pol->flags & POLICY_AUDIT) ? 0 : -EPERM);
 	if (!e)
 		return;
 	e->cgid = bpf_skb_cgroup_id(skb);
+	e->target_zone = peer;
 	e->family = p->family;
-	e->port = p->dport;
-	e->arg = p->proto | ((__u64)p->unjudgeable << 8);
-	__builtin_memcpy(e->addr, p->daddr, 16);
+	e->arg = p->proto | flags;
+	if (hook == HOOK_SKB_INGRESS) {
+		e->port = p->sport;
+		__builtin_memcpy(e->addr, p->saddr, 16);
+	} else {
+		e->port = p->dport;
+		__builtin_memcpy(e->addr, p->daddr, 16);
+	}
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -393,8 +402,14 @@ static __always_inline void skb_event(__u32 zone, const struct policy *pol, stru
  * "ping"), after routing, with the destination it really has. Other
  * families (packet sockets) never reach cgroup_skb programs: they need
  * CAP_NET_RAW, which libzone takes from egress-restricted zones.
- * The netns's own signalling passes (kernel_signalling), and so do
- * inbound TCP connections (inbound_tcp).
+ * An address of another zone's member is judged by allowed_zones, when
+ * the policy has it, every other by allowed_egress. While any zone uses
+ * allowed_zones, a packet to another zone's member must come from an
+ * address registered to the sender's zone, whatever the sender's policy:
+ * the receiver's ingress program judges the sender by that address, so an
+ * address it cannot attribute (one added after create, or spoofed) must
+ * not reach it. The netns's own signalling passes (kernel_signalling), and
+ * so do inbound TCP connections (inbound_tcp).
  */
 SEC("cgroup_skb/egress")
 int egress_skb(struct __sk_buff *skb)
@@ -404,7 +419,8 @@ int egress_skb(struct __sk_buff *skb)
 	struct policy pol;
 
 	load_policy(zone, &pol);
-	if (!(pol.flags & POLICY_EGRESS_RESTRICTED))
+	bool restricted = pol.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
+	if (!restricted && !zones_used())
 		return 1;
 
 	struct packet p = {};
@@ -417,26 +433,87 @@ int egress_skb(struct __sk_buff *skb)
 
 	struct counters *c = counters_of(zone);
 	count_check(c, CONTROL_EGRESS);
-	/* The allow-list first: the socket's fields cost probe reads. */
-	if (!p.unjudgeable) {
-		bool loopback;
-		if (p.family == AF_INET) {
-			if (egress4_allowed(zone, p.daddr[0], p.dport))
-				return 1;
-			loopback = is_loopback4(p.daddr[0]);
-		} else {
-			if (egress6_allowed(zone, p.daddr, p.dport))
-				return 1;
-			loopback = is_loopback6(p.daddr);
-		}
-		if (loopback && own_loopback(member, sock_cookie_of_netns(skb_sock(skb)), true))
+	__u32 peer = 0;
+	__u64 flags = 0;
+	if (p.unjudgeable) {
+		/* Where it ends is unknown: it may be another zone's member. */
+		if (!restricted && (!zones_used() || addr_zone(p.family, p.saddr) == zone))
 			return 1;
+		flags = PACKET_UNJUDGEABLE;
+	} else {
+		peer = addr_zone(p.family, p.daddr);
+		if (peer == zone) {
+			/* A zone's members always reach each other under allowed_zones;
+			 * without it, allowed_egress judges their addresses as before. */
+			if (pol.flags & POLICY_ZONES_RESTRICTED)
+				return 1;
+			peer = 0;
+		}
+		if (peer && zones_used() && addr_zone(p.family, p.saddr) != zone) {
+			flags = PACKET_UNREGISTERED;
+		} else if (peer && (pol.flags & POLICY_ZONES_RESTRICTED)) {
+			if (net_peer_allowed(zone, peer))
+				return 1;
+		} else if (!(pol.flags & POLICY_EGRESS_RESTRICTED)) {
+			return 1;
+		} else {
+			/* The allow-list first: the socket's fields cost probe reads. */
+			bool loopback;
+			if (p.family == AF_INET) {
+				if (egress4_allowed(zone, p.daddr[0], p.dport))
+					return 1;
+				loopback = is_loopback4(p.daddr[0]);
+			} else {
+				if (egress6_allowed(zone, p.daddr, p.dport))
+					return 1;
+				loopback = is_loopback6(p.daddr);
+			}
+			if (loopback && own_loopback(member, sock_cookie_of_netns(skb_sock(skb)), true))
+				return 1;
+		}
 		if (inbound_tcp(skb, &p) || kernel_signalling(skb_sock(skb), &p))
 			return 1;
 	}
 	if (c)
 		c->denies[CONTROL_EGRESS]++;
-	skb_event(zone, &pol, c, skb, &p);
+	skb_event(zone, &pol, c, skb, &p, CONTROL_EGRESS, HOOK_SKB_EGRESS, peer, flags);
+	return (pol.flags & POLICY_AUDIT) ? 1 : 0;
+}
+
+/*
+ * Every IPv4/IPv6 packet delivered to a member's socket, in a zone whose
+ * policy sets allowed_zones: one from an address of another zone's member
+ * passes only if this zone allows that zone. The sender's egress program
+ * has made sure that such a source address is really the sender's.
+ */
+SEC("cgroup_skb/ingress")
+int ingress_skb(struct __sk_buff *skb)
+{
+	__u64 member;
+	__u32 zone = skb_member(skb, &member);
+	struct policy pol;
+
+	load_policy(zone, &pol);
+	if (!(pol.flags & POLICY_ZONES_RESTRICTED))
+		return 1;
+
+	struct packet p = {};
+	if (skb->protocol == bpf_htons(ETH_P_IP))
+		parse_ip4(skb, &p);
+	else if (skb->protocol == bpf_htons(ETH_P_IPV6))
+		parse_ip6(skb, &p);
+	else
+		return 1;
+
+	struct counters *c = counters_of(zone);
+	count_check(c, CONTROL_INGRESS);
+	/* The source is in the fixed header: an unparsable rest does not hide it. */
+	__u32 peer = addr_zone(p.family, p.saddr);
+	if (!peer || net_peer_allowed(zone, peer))
+		return 1;
+	if (c)
+		c->denies[CONTROL_INGRESS]++;
+	skb_event(zone, &pol, c, skb, &p, CONTROL_INGRESS, HOOK_SKB_INGRESS, peer, 0);
 	return (pol.flags & POLICY_AUDIT) ? 1 : 0;
 }
 

@@ -26,10 +26,11 @@ const (
 	ControlEgress     = Control(rauhaControlCONTROL_EGRESS)
 	ControlCapability = Control(rauhaControlCONTROL_CAPABILITY)
 	ControlCgroup     = Control(rauhaControlCONTROL_CGROUP)
+	ControlIngress    = Control(rauhaControlCONTROL_INGRESS)
 	NumControls       = int(rauhaControlNUM_CONTROLS)
 )
 
-var controlNames = [NumControls]string{"file", "exec", "signal", "ptrace", "egress", "capability", "cgroup"}
+var controlNames = [NumControls]string{"file", "exec", "signal", "ptrace", "egress", "capability", "cgroup", "ingress"}
 
 func (c Control) String() string {
 	if int(c) < NumControls {
@@ -63,6 +64,7 @@ const (
 	// A zone task setting a file's owner when no record of it can be kept.
 	HookLSMFileFcntl = Hook(rauhaHookHOOK_LSM_FILE_FCNTL)
 	HookLSMFileIoctl = Hook(rauhaHookHOOK_LSM_FILE_IOCTL)
+	HookSkbIngress   = Hook(rauhaHookHOOK_SKB_INGRESS)
 )
 
 var hookNames = map[Hook]string{
@@ -75,6 +77,7 @@ var hookNames = map[Hook]string{
 	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
 	HookSkbEgress: "cgroup_skb/egress", HookLSMFileSendSigiotask: "lsm/file_send_sigiotask",
 	HookLSMFileFcntl: "lsm/file_fcntl", HookLSMFileIoctl: "lsm/file_ioctl",
+	HookSkbIngress: "cgroup_skb/ingress",
 }
 
 func (h Hook) String() string {
@@ -127,12 +130,15 @@ type Event struct {
 	Dev, Ino   uint64         // file/exec (bpf-lsm): the inode (Dev as in stat(2))
 	Arg        uint64         // signal number, ptrace mode/request, capability, cgroup id
 	TargetPid  int32          // signal/ptrace target
-	TargetZone uint32         // signal/ptrace/cgroup target zone (bpf-lsm)
-	Addr       netip.AddrPort // egress destination
-	// Egress packet (HookSkbEgress): its IP protocol, and whether it was
-	// source-routed or could not be parsed, so its destination was not judged.
+	TargetZone uint32         // signal/ptrace/cgroup target zone (bpf-lsm); egress/ingress: the peer member's zone
+	Addr       netip.AddrPort // egress destination; ingress: source
+	// Packet programs (HookSkbEgress, HookSkbIngress): the IP protocol;
+	// whether the packet was source-routed or could not be parsed, so its
+	// destination was not judged; whether it went to another zone's member
+	// from a source address not registered to the sender's zone.
 	Proto        uint8
 	SourceRouted bool
+	Unregistered bool
 	Syscall      uint32 // observer: syscall number (of the kernel's architecture)
 }
 
@@ -232,15 +238,18 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 		if e.Verdict != VerdictObserved {
 			e.Dev, e.Ino, e.Arg = userDev(uint32(r.Dev)), r.Arg, 0
 		}
-	case ControlEgress:
+	case ControlEgress, ControlIngress:
 		switch r.Family {
 		case unix.AF_INET:
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Addr[:4])), r.Port)
 		case unix.AF_INET6:
 			e.Addr = netip.AddrPortFrom(netip.AddrFrom16(r.Addr), r.Port)
 		}
-		if e.Hook == HookSkbEgress {
-			e.Proto, e.SourceRouted, e.Arg = uint8(r.Arg), r.Arg>>8&1 != 0, 0
+		if e.Hook == HookSkbEgress || e.Hook == HookSkbIngress {
+			e.Proto = uint8(r.Arg)
+			e.SourceRouted = r.Arg&uint64(rauhaPacketFlagPACKET_UNJUDGEABLE) != 0
+			e.Unregistered = r.Arg&uint64(rauhaPacketFlagPACKET_UNREGISTERED) != 0
+			e.Arg = 0
 		}
 	}
 	return e

@@ -89,7 +89,8 @@ func TestLSM(t *testing.T) {
 		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect",
 		"lsm/file_fcntl", "lsm/file_ioctl", "lsm/file_set_fowner", "lsm/file_free_security", "lsm/file_send_sigiotask"}
 	for _, zone := range []uint32{zoneA, zoneB} {
-		want = append(want, "cgroup_skb/egress cgroup="+strconv.FormatUint(cgids[zone], 10))
+		id := strconv.FormatUint(cgids[zone], 10)
+		want = append(want, "cgroup_skb/egress cgroup="+id, "cgroup_skb/ingress cgroup="+id)
 	}
 	slices.Sort(att)
 	slices.Sort(want)

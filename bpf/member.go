@@ -121,6 +121,10 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 	if err := k.maps.MemberNetns.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("forget the network namespace of cgroup %d: %w", cgid, err)
 	}
+	// An address a member sharing the namespace still holds stays.
+	if err := k.removeMemberAddrs(cgid); err != nil {
+		return err
+	}
 	// The kernel detaches a cgroup's programs itself when the cgroup is
 	// removed, as a deleted container's is: then only the pins are left,
 	// and opening each link to detach it again cost five calls a program.

@@ -70,7 +70,13 @@ type ZonePolicy struct {
 	// zone's tasks although a deny flag is set.
 	SignalFrom []uint32
 	PtraceFrom []uint32
-	FileDenies []FileDeny
+	// ZonesRestricted (network.allowed_zones): packets between this zone's
+	// members and other zones' members, both ways, only with the zones in
+	// NetPeers; a zone's own members always reach each other. Addresses of
+	// no zone's member stay judged by EgressRestricted and Egress.
+	ZonesRestricted bool
+	NetPeers        []uint32
+	FileDenies      []FileDeny
 }
 
 // Normalize returns p in the form PolicyOf returns: prefixes masked and
@@ -92,6 +98,7 @@ func (p ZonePolicy) Normalize() ZonePolicy {
 	out.Egress = slices.Compact(out.Egress)
 	out.SignalFrom = sortedZones(p.SignalFrom)
 	out.PtraceFrom = sortedZones(p.PtraceFrom)
+	out.NetPeers = sortedZones(p.NetPeers)
 
 	merged := map[[2]uint64]FileAccess{}
 	for _, f := range p.FileDenies {
@@ -140,7 +147,7 @@ func (p ZonePolicy) validate(zone uint32) error {
 			return fmt.Errorf("zone %d egress rule: %w", zone, err)
 		}
 	}
-	for _, z := range append(slices.Clone(p.SignalFrom), p.PtraceFrom...) {
+	for _, z := range slices.Concat(p.SignalFrom, p.PtraceFrom, p.NetPeers) {
 		if err := checkZone(z); err != nil {
 			return fmt.Errorf("zone %d peer: %w", zone, err)
 		}
@@ -191,6 +198,9 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	if p.EgressRestricted {
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED)
 	}
+	if p.ZonesRestricted {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED)
+	}
 	for _, r := range p.Egress {
 		pf, _ := canonicalPrefix(r.Prefix)
 		if pf.Addr().Is4() {
@@ -204,6 +214,9 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	}
 	for _, a := range p.PtraceFrom {
 		s.peers[rauhaPeerKey{Actor: a, Target: zone}] |= uint32(rauhaPeerBitPEER_PTRACE)
+	}
+	for _, a := range p.NetPeers {
+		s.peers[rauhaPeerKey{Actor: a, Target: zone}] |= uint32(rauhaPeerBitPEER_NET)
 	}
 	for _, f := range p.FileDenies {
 		s.files[rauhaFileKey{Zone: zone, Dev: kernelDev(f.Dev), Ino: f.Ino}] |= uint32(f.Mask)
@@ -220,6 +233,7 @@ func (s zoneState) zonePolicy() ZonePolicy {
 	p.DenyCrossZoneSignal = flags&uint32(rauhaPolicyFlagPOLICY_DENY_SIGNAL) != 0
 	p.DenyCrossZonePtrace = flags&uint32(rauhaPolicyFlagPOLICY_DENY_PTRACE) != 0
 	p.EgressRestricted = flags&uint32(rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED) != 0
+	p.ZonesRestricted = flags&uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED) != 0
 	p.CapDeny = s.policy.CapDeny
 	for k := range s.egress4 {
 		p.Egress = append(p.Egress, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom4(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})
@@ -233,6 +247,9 @@ func (s zoneState) zonePolicy() ZonePolicy {
 		}
 		if bits&uint32(rauhaPeerBitPEER_PTRACE) != 0 {
 			p.PtraceFrom = append(p.PtraceFrom, k.Actor)
+		}
+		if bits&uint32(rauhaPeerBitPEER_NET) != 0 {
+			p.NetPeers = append(p.NetPeers, k.Actor)
 		}
 	}
 	for k, m := range s.files {
@@ -382,6 +399,13 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 	if err := step("restrict zone_policy", m.ZonePolicy.Update(zone, &merged, ebpf.UpdateAny)); err != nil {
 		return err
 	}
+	if p.ZonesRestricted {
+		// Before this zone judges other zones' senders, they must not send
+		// it packets from addresses it cannot attribute (egress_skb).
+		if err := step("mark allowed_zones in use", k.setZonesInUse(true)); err != nil {
+			return err
+		}
+	}
 	for key, bits := range want.files {
 		if err := step("add file denies", m.FileDeny.Update(key, bits|old.files[key], ebpf.UpdateAny)); err != nil {
 			return err
@@ -432,7 +456,34 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 			return err
 		}
 	}
-	return step("set zone_policy", m.ZonePolicy.Update(zone, want.policy, ebpf.UpdateAny))
+	if err := step("set zone_policy", m.ZonePolicy.Update(zone, want.policy, ebpf.UpdateAny)); err != nil {
+		return err
+	}
+	return step("update allowed_zones in use", k.refreshZonesInUse())
+}
+
+// setZonesInUse sets the switch that makes every member's packet program
+// check that a packet to another zone's member comes from an address
+// registered to the sender's zone (egress_skb).
+func (k *Kernel) setZonesInUse(on bool) error {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	return k.maps.ZonesInUse.Update(uint32(0), v, ebpf.UpdateAny)
+}
+
+// refreshZonesInUse sets the switch to whether any zone's policy has
+// network.allowed_zones. The caller holds the pin-directory lock.
+func (k *Kernel) refreshZonesInUse() error {
+	on := false
+	err := eachHashEntry(k.maps.ZonePolicy, func(_ *uint32, p *rauhaPolicy) {
+		on = on || p.Flags&uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED) != 0
+	})
+	if err != nil {
+		return fmt.Errorf("read zone policies: %w", err)
+	}
+	return k.setZonesInUse(on)
 }
 
 // DeletePolicy removes a zone's policy, its peer entries in both directions
@@ -474,6 +525,7 @@ func (k *Kernel) DeletePolicy(zone uint32) error {
 		errs = append(errs, deleteIfPresent(m.FileDeny, key))
 	}
 	errs = append(errs, deleteIfPresent(m.ZonePolicy, zone))
+	errs = append(errs, k.refreshZonesInUse())
 	errs = append(errs, k.resetCounters(zone))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("delete policy of zone %d: %w", zone, err)

@@ -26,18 +26,23 @@ enum policy_flag {
 	POLICY_DENY_SIGNAL = 1 << 1,       /* no signals across zones unless a peer entry allows */
 	POLICY_DENY_PTRACE = 1 << 2,       /* no ptrace across zones unless a peer entry allows */
 	POLICY_EGRESS_RESTRICTED = 1 << 3, /* egress only to the zone's allow-list */
+	/* network.allowed_zones is set: traffic with other zones' members (both
+	 * directions) only with the zones whose PEER_NET entries this zone wrote */
+	POLICY_ZONES_RESTRICTED = 1 << 4,
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
 	 * complete one.
 	 */
-	POLICY_MISSING_FLAGS = POLICY_DENY_SIGNAL | POLICY_DENY_PTRACE | POLICY_EGRESS_RESTRICTED,
+	POLICY_MISSING_FLAGS = POLICY_DENY_SIGNAL | POLICY_DENY_PTRACE | POLICY_EGRESS_RESTRICTED |
+			       POLICY_ZONES_RESTRICTED,
 };
 
 /* zone_peers value bits: what actor may do to target. */
 enum peer_bit {
 	PEER_SIGNAL = 1 << 0,
 	PEER_PTRACE = 1 << 1,
+	PEER_NET = 1 << 2, /* packets both ways between actor's and target's members */
 };
 
 /* file_deny value bits. */
@@ -55,6 +60,7 @@ enum control {
 	CONTROL_EGRESS,
 	CONTROL_CAPABILITY,
 	CONTROL_CGROUP,
+	CONTROL_INGRESS,
 	NUM_CONTROLS,
 };
 
@@ -78,6 +84,7 @@ enum hook {
 	HOOK_LSM_FILE_SEND_SIGIOTASK,
 	HOOK_LSM_FILE_FCNTL,
 	HOOK_LSM_FILE_IOCTL,
+	HOOK_SKB_INGRESS,
 };
 
 enum verdict {
@@ -119,6 +126,27 @@ struct peer_key {
 	__u32 target;
 };
 
+/*
+ * Addresses of zone members (zone_addr, member_addr): IPv4 as the
+ * IPv4-mapped IPv6 address ::ffff:a.b.c.d, so one map holds both families.
+ */
+struct addr_key {
+	__u8 addr[16];
+};
+
+/* member_addr key: one address of one member's network namespace. */
+struct member_addr_key {
+	__u64 cgid;
+	__u8 addr[16];
+};
+
+/* event.arg bits of the packet programs above the IP protocol. */
+enum packet_flag {
+	PACKET_UNJUDGEABLE = 1 << 8,     /* source-routed or unparsable */
+	PACKET_UNREGISTERED = 1 << 9,    /* to another zone's member from a source address
+					  * not registered to the sender's zone */
+};
+
 /* {zone, kernel dev_t of the superblock, inode} -> FILE_DENY_* bits. */
 struct file_key {
 	__u32 zone;
@@ -144,14 +172,14 @@ struct event {
 	__u64 ts_ns; /* CLOCK_BOOTTIME */
 	__u64 cgid;  /* cgroup-v2 id of the task */
 	__u64 arg;   /* file/exec: inode; signal: signo; ptrace: mode or request; capability: cap;
-		      * egress packet: IP protocol, | 1 << 8 when source-routed or unparsable */
+		      * packet programs: IP protocol | PACKET_* flags */
 	__u64 dev;   /* file/exec: kernel dev_t */
 	__u32 zone;
 	__u32 pid; /* thread id, initial pid namespace (a file's owner signal: the task that set the owner) */
 	__u32 tgid;
 	__u32 uid;
 	__s32 target_pid; /* signal/ptrace target, as passed (observer) or its tgid (LSM) */
-	__u32 target_zone;
+	__u32 target_zone; /* signal/ptrace target's zone; egress/ingress: the peer's */
 	__s32 ret; /* error returned to the task (negative); 0 when allowed */
 	__u32 syscall; /* observer: the syscall number of the kernel's architecture */
 	__u16 control;
@@ -159,7 +187,7 @@ struct event {
 	__u8 verdict;
 	__u8 family; /* egress: AF_INET or AF_INET6 */
 	__u16 port;  /* egress: destination port, host byte order */
-	__u8 addr[16]; /* egress: destination (4 bytes used for AF_INET) */
+	__u8 addr[16]; /* egress: destination, ingress: source (4 bytes used for AF_INET) */
 	char comm[COMM_LEN];
 	char path[PATH_LEN]; /* observer open/exec: the path argument as passed */
 };
@@ -174,6 +202,7 @@ struct enums {
 	enum hook hook;
 	enum verdict verdict;
 	enum skb_events skb_events;
+	enum packet_flag packet_flag;
 };
 
 #endif /* RAUHA_H */

@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type rauhaAddrKey struct {
+	_    structs.HostLayout
+	Addr [16]uint8
+}
+
 type rauhaControl uint32
 
 const (
@@ -23,14 +28,15 @@ const (
 	rauhaControlCONTROL_EGRESS     rauhaControl = 4
 	rauhaControlCONTROL_CAPABILITY rauhaControl = 5
 	rauhaControlCONTROL_CGROUP     rauhaControl = 6
-	rauhaControlNUM_CONTROLS       rauhaControl = 7
+	rauhaControlCONTROL_INGRESS    rauhaControl = 7
+	rauhaControlNUM_CONTROLS       rauhaControl = 8
 )
 
 type rauhaCounters struct {
 	_        structs.HostLayout
-	Checks   [7]uint64
-	Denies   [7]uint64
-	Observed [7]uint64
+	Checks   [8]uint64
+	Denies   [8]uint64
+	Observed [8]uint64
 	Dropped  uint64
 }
 
@@ -109,6 +115,7 @@ const (
 	rauhaHookHOOK_LSM_FILE_SEND_SIGIOTASK rauhaHook = 16
 	rauhaHookHOOK_LSM_FILE_FCNTL          rauhaHook = 17
 	rauhaHookHOOK_LSM_FILE_IOCTL          rauhaHook = 18
+	rauhaHookHOOK_SKB_INGRESS             rauhaHook = 19
 )
 
 type rauhaLimits uint32
@@ -120,11 +127,25 @@ const (
 	rauhaLimitsCOMM_LEN  rauhaLimits = 16
 )
 
+type rauhaMemberAddrKey struct {
+	_    structs.HostLayout
+	Cgid uint64
+	Addr [16]uint8
+}
+
+type rauhaPacketFlag uint32
+
+const (
+	rauhaPacketFlagPACKET_UNJUDGEABLE  rauhaPacketFlag = 256
+	rauhaPacketFlagPACKET_UNREGISTERED rauhaPacketFlag = 512
+)
+
 type rauhaPeerBit uint32
 
 const (
 	rauhaPeerBitPEER_SIGNAL rauhaPeerBit = 1
 	rauhaPeerBitPEER_PTRACE rauhaPeerBit = 2
+	rauhaPeerBitPEER_NET    rauhaPeerBit = 4
 )
 
 type rauhaPeerKey struct {
@@ -147,7 +168,8 @@ const (
 	rauhaPolicyFlagPOLICY_DENY_SIGNAL       rauhaPolicyFlag = 2
 	rauhaPolicyFlagPOLICY_DENY_PTRACE       rauhaPolicyFlag = 4
 	rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED rauhaPolicyFlag = 8
-	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 14
+	rauhaPolicyFlagPOLICY_ZONES_RESTRICTED  rauhaPolicyFlag = 16
+	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
 type rauhaSigioOwner struct {
@@ -189,18 +211,22 @@ const (
 	rauhaMapEgress6                = "egress6"
 	rauhaMapEvents                 = "events"
 	rauhaMapFileDeny               = "file_deny"
+	rauhaMapMemberAddr             = "member_addr"
 	rauhaMapMemberNetns            = "member_netns"
 	rauhaMapSigioOwners            = "sigio_owners"
 	rauhaMapSkbEventLimit          = "skb_event_limit"
+	rauhaMapZoneAddr               = "zone_addr"
 	rauhaMapZoneByCgid             = "zone_by_cgid"
 	rauhaMapZoneCounters           = "zone_counters"
 	rauhaMapZonePeers              = "zone_peers"
 	rauhaMapZonePolicy             = "zone_policy"
+	rauhaMapZonesInUse             = "zones_in_use"
 	rauhaProgEgressConnect4        = "egress_connect4"
 	rauhaProgEgressConnect6        = "egress_connect6"
 	rauhaProgEgressSendmsg4        = "egress_sendmsg4"
 	rauhaProgEgressSendmsg6        = "egress_sendmsg6"
 	rauhaProgEgressSkb             = "egress_skb"
+	rauhaProgIngressSkb            = "ingress_skb"
 	rauhaProgObserveSysExit        = "observe_sys_exit"
 	rauhaProgZoneBprmCheck         = "zone_bprm_check"
 	rauhaProgZoneCapable           = "zone_capable"
@@ -267,6 +293,7 @@ type rauhaProgramSpecs struct {
 	EgressSendmsg4        *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
 	EgressSendmsg6        *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
 	EgressSkb             *ebpf.ProgramSpec `ebpf:"egress_skb"`
+	IngressSkb            *ebpf.ProgramSpec `ebpf:"ingress_skb"`
 	ObserveSysExit        *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck         *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
 	ZoneCapable           *ebpf.ProgramSpec `ebpf:"zone_capable"`
@@ -292,13 +319,16 @@ type rauhaMapSpecs struct {
 	Egress6       *ebpf.MapSpec `ebpf:"egress6"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
+	MemberAddr    *ebpf.MapSpec `ebpf:"member_addr"`
 	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
 	SigioOwners   *ebpf.MapSpec `ebpf:"sigio_owners"`
 	SkbEventLimit *ebpf.MapSpec `ebpf:"skb_event_limit"`
+	ZoneAddr      *ebpf.MapSpec `ebpf:"zone_addr"`
 	ZoneByCgid    *ebpf.MapSpec `ebpf:"zone_by_cgid"`
 	ZoneCounters  *ebpf.MapSpec `ebpf:"zone_counters"`
 	ZonePeers     *ebpf.MapSpec `ebpf:"zone_peers"`
 	ZonePolicy    *ebpf.MapSpec `ebpf:"zone_policy"`
+	ZonesInUse    *ebpf.MapSpec `ebpf:"zones_in_use"`
 }
 
 // rauhaVariableSpecs contains global variables before they are loaded into the kernel.
@@ -333,13 +363,16 @@ type rauhaMaps struct {
 	Egress6       *ebpf.Map `ebpf:"egress6"`
 	Events        *ebpf.Map `ebpf:"events"`
 	FileDeny      *ebpf.Map `ebpf:"file_deny"`
+	MemberAddr    *ebpf.Map `ebpf:"member_addr"`
 	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
 	SigioOwners   *ebpf.Map `ebpf:"sigio_owners"`
 	SkbEventLimit *ebpf.Map `ebpf:"skb_event_limit"`
+	ZoneAddr      *ebpf.Map `ebpf:"zone_addr"`
 	ZoneByCgid    *ebpf.Map `ebpf:"zone_by_cgid"`
 	ZoneCounters  *ebpf.Map `ebpf:"zone_counters"`
 	ZonePeers     *ebpf.Map `ebpf:"zone_peers"`
 	ZonePolicy    *ebpf.Map `ebpf:"zone_policy"`
+	ZonesInUse    *ebpf.Map `ebpf:"zones_in_use"`
 }
 
 func (m *rauhaMaps) Close() error {
@@ -348,13 +381,16 @@ func (m *rauhaMaps) Close() error {
 		m.Egress6,
 		m.Events,
 		m.FileDeny,
+		m.MemberAddr,
 		m.MemberNetns,
 		m.SigioOwners,
 		m.SkbEventLimit,
+		m.ZoneAddr,
 		m.ZoneByCgid,
 		m.ZoneCounters,
 		m.ZonePeers,
 		m.ZonePolicy,
+		m.ZonesInUse,
 	)
 }
 
@@ -375,6 +411,7 @@ type rauhaPrograms struct {
 	EgressSendmsg4        *ebpf.Program `ebpf:"egress_sendmsg4"`
 	EgressSendmsg6        *ebpf.Program `ebpf:"egress_sendmsg6"`
 	EgressSkb             *ebpf.Program `ebpf:"egress_skb"`
+	IngressSkb            *ebpf.Program `ebpf:"ingress_skb"`
 	ObserveSysExit        *ebpf.Program `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck         *ebpf.Program `ebpf:"zone_bprm_check"`
 	ZoneCapable           *ebpf.Program `ebpf:"zone_capable"`
@@ -399,6 +436,7 @@ func (p *rauhaPrograms) Close() error {
 		p.EgressSendmsg4,
 		p.EgressSendmsg6,
 		p.EgressSkb,
+		p.IngressSkb,
 		p.ObserveSysExit,
 		p.ZoneBprmCheck,
 		p.ZoneCapable,

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0c15beb65c036c17948266f2e51b7c6918d6e8adefe13779f66e0b987b6e786a"
+const rauhaObjectSHA256 = "ad1e8331c966a2bf5dd2bfd0d893b36eae12eb44dbbc984a7305b950212849a1"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "314d7422f8facf480442b346f9d76e0c54e4841c609b98c520de172bb1b30709"
+const rauhaObjectSHA256 = "ed3cda65e4e4dfa3f84f2c71ee08960e1234676872852cb7e110a2dd2bbc1015"

@@ -363,12 +363,15 @@ func TestUpgradeLSM(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.Close()
-	// The global links; per-member programs (cgroup_skb/egress) are linked
-	// to the member's cgroup instead.
+	// The global links; per-member programs (cgroup_skb/egress and
+	// ingress) are linked to the member's cgroup instead.
 	var global []hookProgram
+	perMember := 0
 	for _, p := range backendPrograms(true) {
 		if !p.perMember {
 			global = append(global, p)
+		} else {
+			perMember++
 		}
 	}
 	before := map[string]ebpf.ProgramID{}
@@ -394,7 +397,7 @@ func TestUpgradeLSM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(att) != len(global)+1 { // and the member's cgroup_skb/egress link
+	if len(att) != len(global)+perMember { // and the member's cgroup_skb links
 		t.Errorf("Attached() = %q: old links left or new ones missing", att)
 	}
 	workload{cgroup: cg}.expect(t, "EACCES", "open", file)

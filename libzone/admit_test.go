@@ -69,11 +69,11 @@ func TestRefusedCreateWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := writePolicy(t, "[zone]\nadmission = \"strict\"\n[network]\nallowed_zones = [\"x\"]\n")
-	b := testBundle(t, map[string]string{AnnotationZone: "needy", AnnotationPolicy: pol}, false)
+	pol := writePolicy(t, "[zone]\nadmission = \"strict\"\n[network]\nmode = \"isolated\"\n")
+	b := testBundle(t, map[string]string{AnnotationZone: "needy", AnnotationPolicy: pol}, true)
 	err = e.Create("needy", b, CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), "zone needy (admission strict) refuses container needy: network.allowed_zones") {
-		t.Fatalf("create: %v, want a strict refusal naming network.allowed_zones", err)
+	if err == nil || !strings.Contains(err.Error(), "zone needy (admission strict) refuses container needy: network.mode=isolated") {
+		t.Fatalf("create: %v, want a strict refusal naming network.mode", err)
 	}
 	if left := rootEntries(t, e); len(left) > 0 {
 		t.Fatalf("the refused create left %v in the state root", left)

@@ -3,6 +3,7 @@ package libzone
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,9 +163,6 @@ func unavailableControls(p *zone.Policy, cfg *configs.Config, lsm bool) []string
 	if abi == 0 && (len(p.Exec.Allow) > 0 || len(p.Exec.Deny) > 0) {
 		out = append(out, "exec")
 	}
-	if len(p.Network.AllowedZones) > 0 {
-		out = append(out, "network.allowed_zones")
-	}
 	// Landlock cannot take a right from one entry of a directory, so a
 	// read-only or denied path below a writable one costs the writable
 	// parent its right to create entries (see landlock's doc).
@@ -194,16 +192,16 @@ func (ke *kernelEnforcer) Claim(z *zone.Zone) error {
 // lists (filedeny.go); Landlock domains of running processes cannot change,
 // so the other filesystem and exec rule changes reach new processes only.
 func (ke *kernelEnforcer) Apply(z *ResolvedZone) (DenyPaths, error) {
-	p, err := ke.kernelPolicy(&z.Policy, z.Peers)
+	p, err := ke.kernelPolicy(z)
 	if err != nil {
 		return nil, fmt.Errorf("zone %s: %w", z.Name, err)
 	}
 	return ke.setPolicy(z, p) // with the deny inodes on bpf-lsm (filedeny.go)
 }
 
-// kernelPolicy translates a zone policy into what the eBPF programs check.
-// peers are the ids of the zones its signals.allowed_zones names.
-func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy, peers []uint32) (bpf.ZonePolicy, error) {
+// kernelPolicy translates z's policy into what the eBPF programs check.
+func (ke *kernelEnforcer) kernelPolicy(z *ResolvedZone) (bpf.ZonePolicy, error) {
+	p := &z.Policy
 	kp := bpf.ZonePolicy{DenyCrossZoneSignal: true, DenyCrossZonePtrace: true}
 	if p.Zone.Mode == zone.ModeAudit {
 		kp.Mode = bpf.ModeAudit
@@ -221,8 +219,12 @@ func (ke *kernelEnforcer) kernelPolicy(p *zone.Policy, peers []uint32) (bpf.Zone
 	if p.Capabilities.Allowed != nil && ke.k.LSM() {
 		kp.CapDeny = capDenyMask(*p.Capabilities.Allowed)
 	}
-	kp.SignalFrom = slices.Clone(peers)
-	kp.PtraceFrom = slices.Clone(peers)
+	kp.SignalFrom = slices.Clone(z.Peers)
+	kp.PtraceFrom = slices.Clone(z.Peers)
+	if p.Network.AllowedZones != nil {
+		kp.ZonesRestricted = true
+		kp.NetPeers = slices.Clone(z.NetPeers)
+	}
 	return kp, nil
 }
 
@@ -397,6 +399,13 @@ func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container, netns string) er
 			return fmt.Errorf("zone %s: container %s: %w", z.Name, c.ID, err)
 		}
 	}
+	addrs, err := parseAddrs(c.Addresses)
+	if err == nil {
+		err = ke.k.SetMemberAddrs(z.ID, cgid, addrs)
+	}
+	if err != nil {
+		return fmt.Errorf("zone %s: container %s: %w", z.Name, c.ID, err)
+	}
 	return nil
 }
 
@@ -423,7 +432,7 @@ func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
 	} else {
 		r.Add("hooks attached", len(attached) > 0, "%d programs: %v", len(attached), attached)
 	}
-	want, err := ke.kernelPolicy(&z.Policy, z.Peers)
+	want, err := ke.kernelPolicy(z)
 	if err == nil {
 		err = ke.verifyFileDenies(&z.Policy, members, &want)
 	}
@@ -464,12 +473,97 @@ func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
 		default:
 			r.Add(name, false, "cgroup_skb/egress is not attached to cgroup %d: raw and ICMP sockets reach any host; run 'rauha zone reconcile'", m.CgroupID)
 		}
+		if z.Policy.Network.AllowedZones == nil {
+			continue
+		}
+		name = "container " + m.ID + ": packet ingress"
+		want = "cgroup_skb/ingress cgroup=" + strconv.FormatUint(m.CgroupID, 10)
+		switch {
+		case attached == nil:
+			r.Add(name, false, "attached programs unknown: %v", err)
+		case slices.Contains(attached, want):
+			r.Add(name, true, "cgroup_skb/ingress judges every packet delivered to cgroup %d by the zone of its sender", m.CgroupID)
+		default:
+			r.Add(name, false, "cgroup_skb/ingress is not attached to cgroup %d: other zones' members reach it whatever network.allowed_zones says; run 'rauha zone reconcile'", m.CgroupID)
+		}
 	}
+	ke.verifyAddrs(z.Zone, members, r)
 	if c, err := ke.k.Counters(z.ID); err != nil {
 		r.Add("events", false, "read counters: %v", err)
 	} else {
 		r.Add("events", c.Dropped == 0, "%d events dropped because the ring buffer was full", c.Dropped)
 	}
+}
+
+// verifyAddrs checks that every address in each running member's network
+// namespace is registered as the zone's: an address added after create is
+// not until reconcile, and the member's packets from it to other zones'
+// members are dropped meanwhile.
+func (ke *kernelEnforcer) verifyAddrs(z *zone.Zone, members []zone.Container, r *zone.IsolationReport) {
+	regs, err := ke.k.MemberAddrs()
+	if err != nil {
+		r.Add("addresses registered", false, "%v", err)
+		return
+	}
+	owners, err := ke.k.AddrZones()
+	if err != nil {
+		r.Add("addresses registered", false, "%v", err)
+		return
+	}
+	for _, m := range members {
+		name := "container " + m.ID + ": addresses"
+		live, err := liveAddrs(m.Pid)
+		if err != nil {
+			r.Add(name, false, "%v", err)
+			continue
+		}
+		if live == nil {
+			continue // stopped, or in the host's network namespace: no addresses of its own
+		}
+		var bad []string
+		for _, a := range live {
+			switch owner, ok := owners[a]; {
+			case !slices.Contains(regs[m.CgroupID], a):
+				bad = append(bad, fmt.Sprintf("%v is not registered (added after create: its packets to other zones' members are dropped until 'rauha zone reconcile')", a))
+			case !ok:
+				bad = append(bad, fmt.Sprintf("%v is registered for the member but in no zone: run 'rauha zone reconcile'", a))
+			case owner != z.ID:
+				bad = append(bad, fmt.Sprintf("%v belongs to zone id %d (a member of that zone holds it too)", a, owner))
+			}
+		}
+		if len(bad) > 0 {
+			r.Add(name, false, "%s", strings.Join(bad, "; "))
+		} else {
+			r.Add(name, true, "registered in zone id %d: %v", z.ID, live)
+		}
+	}
+}
+
+// liveAddrs reads the addresses of the network namespace of pid; nil when
+// the process is gone or shares rauha's (the host's) network namespace.
+func liveAddrs(pid int) ([]netip.Addr, error) {
+	if pid <= 0 {
+		return nil, nil
+	}
+	theirs, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+	}
+	mine, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		return nil, fmt.Errorf("network namespace of rauha: %w", err)
+	}
+	if os.SameFile(theirs, mine) {
+		return nil, nil
+	}
+	addrs, err := netnsAddrs(pid)
+	if err != nil {
+		return nil, err
+	}
+	return append([]netip.Addr{}, addrs...), nil
 }
 
 // capDenyMask is the bit set of every capability not in allowed.
@@ -528,6 +622,13 @@ func (ke *kernelEnforcer) Prune(live map[uint64]uint32, zones map[uint32]bool) (
 	}
 	for _, cgid := range orphans {
 		fixed = append(fixed, fmt.Sprintf("removed the member pins of cgroup %d: registered in no zone, what a killed create or delete leaves", cgid))
+	}
+	dropped, err := ke.k.PruneAddrs()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, a := range dropped {
+		fixed = append(fixed, fmt.Sprintf("removed address %v: no member holds it", a))
 	}
 	ids, err := ke.k.PolicyZones()
 	if err != nil {

@@ -176,6 +176,13 @@ func (e *Engine) pushPolicy(enf Enforcer, a *admission) error {
 	} else if !ok {
 		return fmt.Errorf("zone %s was deleted while container %s was being created", z.Name, a.rec.ID)
 	}
+	if a.newZone {
+		// Zones whose network.allowed_zones name this one were pushed
+		// while it did not exist: their lists now resolve to its id.
+		if err := e.applyListing(enf, z.Name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -280,6 +287,9 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 	adm.rec.CgroupPath = "/" + rel
 	netns, err := ownNetns(adm.config, pid)
 	if err != nil {
+		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+	}
+	if adm.rec.Addresses, err = memberAddrs(adm.config, pid); err != nil {
 		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}
 	if err := e.join(enf, adm.zone, adm.rec, netns); err != nil {

@@ -55,8 +55,9 @@ type Enforcer interface {
 	// Join registers a member's cgroup with the zone. The member's init
 	// exists and waits on the exec fifo: no user code has run. netns, when
 	// not empty, is the member's network namespace that no task outside it
-	// shares (ownNetns): loopback there is not egress. On bpf-lsm the
-	// engine has called RefreshDenies for the member first.
+	// shares (ownNetns): loopback there is not egress. c.Addresses become
+	// the member's registered addresses, replacing what it had. On bpf-lsm
+	// the engine has called RefreshDenies for the member first.
 	Join(z *zone.Zone, c *zone.Container, netns string) error
 	// Leave removes a member from the kernel's view of the zone.
 	Leave(z *zone.Zone, c *zone.Container) error
@@ -91,6 +92,9 @@ type ResolvedZone struct {
 	// signals.allowed_zones that exist (a name without a zone allows
 	// nothing).
 	Peers []uint32
+	// NetPeers are the kernel ids of the zones named in the policy's
+	// network.allowed_zones that exist.
+	NetPeers []uint32
 	// Members are the zone's member containers as stored: on bpf-lsm the
 	// deny lists are resolved to inodes in their roots.
 	Members []zone.Container

@@ -41,7 +41,7 @@ func meet(a, b *zone.Policy) *zone.Policy {
 	}
 	m.Exec.Deny = union(a.Exec.Deny, b.Exec.Deny)
 	m.Network.AllowedEgress = meetAllowList(a.Network.AllowedEgress, b.Network.AllowedEgress)
-	m.Network.AllowedZones = intersect(a.Network.AllowedZones, b.Network.AllowedZones)
+	m.Network.AllowedZones = meetAllowList(a.Network.AllowedZones, b.Network.AllowedZones)
 	m.Signals.AllowedZones = intersect(a.Signals.AllowedZones, b.Signals.AllowedZones)
 	m.Resources.CPUShares = minSet(a.Resources.CPUShares, b.Resources.CPUShares)
 	m.Resources.MemoryLimit = minSet(a.Resources.MemoryLimit, b.Resources.MemoryLimit)

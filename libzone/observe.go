@@ -202,9 +202,9 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 		ze.Decision = zone.DecisionAudit
 	}
 	switch ev.Control {
-	case bpf.ControlEgress:
+	case bpf.ControlEgress, bpf.ControlIngress:
 		ze.Object = ev.Addr.String()
-		if ev.Hook == bpf.HookSkbEgress {
+		if ev.Hook == bpf.HookSkbEgress || ev.Hook == bpf.HookSkbIngress {
 			ze.Object = packetObject(ev)
 		}
 	case bpf.ControlSignal:
@@ -258,17 +258,25 @@ func signalObject(ev bpf.Event) string {
 	return fmt.Sprintf("signal %d to pid %d", ev.Arg, ev.TargetPid)
 }
 
-// packetObject names a packet the egress packet program dropped: "packet
+// packetObject names a packet a packet program dropped: "packet
 // 10.0.0.2 icmp", "packet [::1]:53 udp", "packet 10.0.0.2:7 udp
-// source-routed". A port is shown only where the protocol has one.
+// source-routed", "packet 10.0.0.2:80 tcp from an unregistered source
+// address"; at ingress "packet from 10.0.0.1:40000 tcp". A port is shown
+// only where the protocol has one.
 func packetObject(ev bpf.Event) string {
-	dst := ev.Addr.String()
+	addr := ev.Addr.String()
 	if ev.Addr.Port() == 0 {
-		dst = ev.Addr.Addr().String()
+		addr = ev.Addr.Addr().String()
 	}
-	s := "packet " + dst + " " + ipProtoName(ev.Proto)
+	s := "packet " + addr + " " + ipProtoName(ev.Proto)
+	if ev.Hook == bpf.HookSkbIngress {
+		s = "packet from " + addr + " " + ipProtoName(ev.Proto)
+	}
 	if ev.SourceRouted {
 		s += " source-routed"
+	}
+	if ev.Unregistered {
+		s += " from an unregistered source address"
 	}
 	return s
 }

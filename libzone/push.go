@@ -51,7 +51,7 @@ func (e *Engine) applyStored(enf Enforcer, name string) (bool, error) {
 // and the names of its denied inodes as the last push stored them.
 func resolveZone(tx *zone.Tx, z *zone.Zone) (rz *ResolvedZone, names string, err error) {
 	rz = &ResolvedZone{Zone: z}
-	if rz.Peers, err = zonePeers(tx, &z.Policy); err != nil {
+	if rz.Peers, rz.NetPeers, err = zonePeers(tx, &z.Policy); err != nil {
 		return nil, "", err
 	}
 	if rz.Members, err = tx.Members(z.Name); err != nil {
@@ -61,15 +61,30 @@ func resolveZone(tx *zone.Tx, z *zone.Zone) (rz *ResolvedZone, names string, err
 	return rz, names, err
 }
 
-// zonePeers are the kernel ids of the zones p's signals.allowed_zones names.
-func zonePeers(tx *zone.Tx, p *zone.Policy) ([]uint32, error) {
+// zonePeers are the kernel ids of the zones p's signals.allowed_zones and
+// network.allowed_zones name.
+func zonePeers(tx *zone.Tx, p *zone.Policy) (signal, net []uint32, err error) {
+	if signal, err = namedZoneIDs(tx, p.Signals.AllowedZones); err != nil {
+		return nil, nil, fmt.Errorf("resolve signals.allowed_zones: %w", err)
+	}
+	if p.Network.AllowedZones != nil {
+		if net, err = namedZoneIDs(tx, *p.Network.AllowedZones); err != nil {
+			return nil, nil, fmt.Errorf("resolve network.allowed_zones: %w", err)
+		}
+	}
+	return signal, net, nil
+}
+
+// namedZoneIDs are the ids of the named zones that exist: allowing a zone that
+// does not exist allows nothing.
+func namedZoneIDs(tx *zone.Tx, names []string) ([]uint32, error) {
 	var ids []uint32
-	for _, name := range p.Signals.AllowedZones {
+	for _, name := range names {
 		other, err := tx.Zone(name)
 		if errors.Is(err, zone.ErrNotFound) {
-			continue // allowing a zone that does not exist allows nothing
+			continue
 		} else if err != nil {
-			return nil, fmt.Errorf("resolve signals.allowed_zones: %w", err)
+			return nil, err
 		}
 		ids = append(ids, other.ID)
 	}

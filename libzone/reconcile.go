@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -152,15 +153,31 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		if cfg := c.lc.Config(); privateNamespace(&cfg, configs.NEWNET) && r.Pid > 0 {
 			netns = "/proc/" + strconv.Itoa(r.Pid) + "/ns/net"
 		}
+		// Addresses added to its namespace since create (DHCP, a late
+		// CNI plugin) are registered now.
+		oldAddrs := r.Addresses
+		if cfg := c.lc.Config(); r.Pid > 0 {
+			addrs, err := memberAddrs(&cfg, r.Pid)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("container %s: %w", r.ID, err))
+			} else {
+				r.Addresses = addrs
+			}
+		}
 		if err := e.join(enf, z, r, netns); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if r.CgroupID != old {
+		if r.CgroupID != old || !slices.Equal(r.Addresses, oldAddrs) {
 			if err := e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(r) }); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if r.CgroupID != old {
 			note("container %s: cgroup id %d recorded (was %d)", r.ID, r.CgroupID, old)
+		}
+		if !slices.Equal(r.Addresses, oldAddrs) {
+			note("container %s: addresses %v registered (were %v)", r.ID, r.Addresses, oldAddrs)
 		}
 		live[r.CgroupID] = z.ID
 	}

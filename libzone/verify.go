@@ -25,9 +25,10 @@ var hostNamespaces = []string{"pid", "mnt", "net", "ipc", "uts"}
 // container is not empty.
 func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, error) {
 	var (
-		z       *zone.Zone
-		members []zone.Container
-		peers   []uint32
+		z        *zone.Zone
+		members  []zone.Container
+		peers    []uint32
+		netPeers []uint32
 	)
 	err := e.store.View(func(tx *zone.Tx) error {
 		if container != "" {
@@ -48,7 +49,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 			}
 		}
 		// What the kernel policy should hold, read as a push reads it.
-		peers, err = zonePeers(tx, &z.Policy)
+		peers, netPeers, err = zonePeers(tx, &z.Policy)
 		return err
 	})
 	if errors.Is(err, zone.ErrNotFound) {
@@ -80,7 +81,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 			live = append(live, members[i])
 		}
 	}
-	enf.Verify(&ResolvedZone{Zone: z, Peers: peers, Members: live}, r)
+	enf.Verify(&ResolvedZone{Zone: z, Peers: peers, NetPeers: netPeers, Members: live}, r)
 	r.Finish()
 	return r, nil
 }

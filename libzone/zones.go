@@ -6,6 +6,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/rauha-runtime/rauha/bpf"
+	"slices"
 	"strings"
 	"time"
 
@@ -123,7 +124,36 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if _, err := e.applyStored(enf, name); err != nil {
 		return nil, err
 	}
+	if err := e.applyListing(enf, name); err != nil {
+		return nil, err
+	}
 	return z, nil
+}
+
+// applyListing pushes again the policies of the zones whose
+// network.allowed_zones names zone name, which has just been created: names
+// become zone ids when a policy is pushed, and a name with no zone then
+// allowed nothing.
+func (e *Engine) applyListing(enf Enforcer, name string) error {
+	var listing []string
+	err := e.store.View(func(tx *zone.Tx) error {
+		zs, err := tx.Zones()
+		for _, z := range zs {
+			if l := z.Policy.Network.AllowedZones; z.Name != name && l != nil && slices.Contains(*l, name) {
+				listing = append(listing, z.Name)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("zones that allow zone %s: %w", name, err)
+	}
+	for _, z := range listing {
+		if _, err := e.applyStored(enf, z); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UpdateZone replaces a zone's policy; running members see the change on

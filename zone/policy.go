@@ -105,8 +105,11 @@ type Network struct {
 	// only to these CIDR[:port] destinations (see ParseEgress); empty means no
 	// egress at all, loopback included.
 	AllowedEgress *[]string `toml:"allowed_egress" json:"allowed_egress,omitempty"`
-	// AllowedZones are other zones this zone may connect to.
-	AllowedZones []string `toml:"allowed_zones" json:"allowed_zones,omitempty"`
+	// AllowedZones nil: packets to and from other zones' members follow
+	// AllowedEgress like any address. Non-nil: this zone's members exchange
+	// packets (both ways) with the members of these zones and of their own
+	// zone only; empty means with their own zone only.
+	AllowedZones *[]string `toml:"allowed_zones" json:"allowed_zones,omitempty"`
 }
 
 // Signals is the [signals] table. Signals and ptrace always work within a
@@ -220,12 +223,12 @@ func (p *Policy) normalize() {
 }
 
 func (p *Policy) pointerLists() []**[]string {
-	return []**[]string{&p.Capabilities.Allowed, &p.Filesystem.WritablePaths, &p.Network.AllowedEgress, &p.Devices.Allowed}
+	return []**[]string{&p.Capabilities.Allowed, &p.Filesystem.WritablePaths, &p.Network.AllowedEgress, &p.Network.AllowedZones, &p.Devices.Allowed}
 }
 
 func (p *Policy) plainLists() []*[]string {
 	return []*[]string{&p.Filesystem.ReadOnly, &p.Filesystem.Deny, &p.Exec.Allow, &p.Exec.Deny,
-		&p.Network.AllowedZones, &p.Signals.AllowedZones, &p.Syscalls.Deny}
+		&p.Signals.AllowedZones, &p.Syscalls.Deny}
 }
 
 // Validate checks every field and returns all problems joined; each is a
@@ -266,7 +269,9 @@ func (p *Policy) Validate() error {
 			}
 		}
 	}
-	checkZoneNames(bad, "network.allowed_zones", p.Network.AllowedZones)
+	if p.Network.AllowedZones != nil {
+		checkZoneNames(bad, "network.allowed_zones", *p.Network.AllowedZones)
+	}
 	checkZoneNames(bad, "signals.allowed_zones", p.Signals.AllowedZones)
 	p.Resources.validate(bad)
 	if p.Devices.Allowed != nil {

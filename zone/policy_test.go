@@ -41,6 +41,7 @@ func TestParseDesignPolicy(t *testing.T) {
 		Network: Network{
 			Mode:          NetworkIsolated,
 			AllowedEgress: List("10.0.0.0/8:443", "::1", "[2001:db8::/32]:443", "127.0.0.1"),
+			AllowedZones:  List(),
 		},
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -86,7 +87,9 @@ func TestParsePolicyGood(t *testing.T) {
 		{"empty device list", "[devices]\nallowed = []\n",
 			func(p *Policy) bool { return p.Devices.Allowed != nil && len(*p.Devices.Allowed) == 0 }},
 		{"zones", "[network]\nallowed_zones = [\"db\"]\n[signals]\nallowed_zones = [\"ops\", \"debug.1\"]\n",
-			func(p *Policy) bool { return len(p.Network.AllowedZones) == 1 && len(p.Signals.AllowedZones) == 2 }},
+			func(p *Policy) bool {
+				return p.Network.AllowedZones != nil && len(*p.Network.AllowedZones) == 1 && len(p.Signals.AllowedZones) == 2
+			}},
 		{"dotted and inline keys", "zone.mode = \"audit\"\nresources = { pids_max = 5 }\n",
 			func(p *Policy) bool { return p.Zone.Mode == ModeAudit && p.Resources.PidsMax == 5 }},
 		{"network modes", "[network]\nmode = \"host\"\n",

@@ -90,7 +90,11 @@ type Container struct {
 	Bundle     string `json:"bundle"`
 	CgroupPath string `json:"cgroup_path"`
 	CgroupID   uint64 `json:"cgroup_id"`
-	Pid        int    `json:"pid"`
+	// Addresses are the addresses of the member's network namespace
+	// registered as its zone's (network.allowed_zones), read at create and
+	// again by reconcile. A member in the host's namespace has none.
+	Addresses []string `json:"addresses,omitempty"`
+	Pid       int      `json:"pid"`
 	// Creator is the pid of the rauha process running the create, so
 	// reconcile can tell a create in progress from one that was killed.
 	Creator int       `json:"creator,omitempty"`

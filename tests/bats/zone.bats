@@ -93,17 +93,18 @@ check_failed() {
 }
 
 @test "admission strict: a container asking for an unavailable control is refused, nothing left" {
-	pol=$(policy needszones <<-'EOF'
+	pol=$(policy audit-files <<-'EOF'
 		[zone]
 		admission = "strict"
-		[network]
-		allowed_zones = ["x"]
+		mode = "audit"
+		[filesystem]
+		deny = ["/etc/shadow"]
 	EOF
 	)
 	in_zone b needy "$pol"
 	rrun rt create --bundle "$(bundle_dir b)" needy
 	assert_failure
-	assert_match "$stderr" "zone needy \(admission strict\) refuses container needy: .*network\.allowed_zones"
+	assert_match "$stderr" "zone needy \(admission strict\) refuses container needy: .*filesystem and exec rules in audit mode"
 	assert_nothing_left needy
 	zone_exists needy && fail "zone needy was left behind"
 	rrun rt list -q
@@ -152,16 +153,17 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 }
 
 @test "admission strict: zone create refuses a policy with an unavailable control" {
-	pol=$(policy needszones <<-'EOF'
+	pol=$(policy audit-files <<-'EOF'
 		[zone]
 		admission = "strict"
-		[network]
-		allowed_zones = ["x"]
+		mode = "audit"
+		[filesystem]
+		deny = ["/etc/shadow"]
 	EOF
 	)
 	rrun rt zone create --policy "$pol" needy
 	assert_failure
-	assert_match "$stderr" "network\.allowed_zones"
+	assert_match "$stderr" "filesystem and exec rules in audit mode"
 	zone_exists needy && fail "zone needy was stored although its policy cannot be enforced"
 	return 0
 }
@@ -177,11 +179,12 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 
 	# The operator's zone create was refused (strict admission, a control
 	# this kernel cannot give): the containers meant for it are refused too.
-	rrun rt zone create --policy "$(policy needszones <<-'EOF'
+	rrun rt zone create --policy "$(policy audit-files <<-'EOF'
 		[zone]
 		admission = "strict"
-		[network]
-		allowed_zones = ["x"]
+		mode = "audit"
+		[filesystem]
+		deny = ["/etc/shadow"]
 	EOF
 	)" jail
 	assert_failure
@@ -206,20 +209,21 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 	in_zone b lenient "$(policy lenient <<-'EOF'
 		[zone]
 		admission = "audit"
-		[network]
-		allowed_zones = ["x"]
+		mode = "audit"
+		[filesystem]
+		deny = ["/etc/shadow"]
 	EOF
 	)"
 	run_ct lenient b
-	assert_match "$(cat "$BATS_TEST_TMPDIR/lenient.err")" "zone lenient admits container lenient without: network\.allowed_zones"
+	assert_match "$(cat "$BATS_TEST_TMPDIR/lenient.err")" "zone lenient admits container lenient without: filesystem and exec rules in audit mode"
 
 	rrun rt zone verify lenient --format json
 	assert_failure 1
 	jq -e '.isolated == false' <<<"$stdout" >/dev/null || fail "isolated: $stdout"
-	check_failed "$stdout" "controls available" "network\.allowed_zones"
+	check_failed "$stdout" "controls available" "filesystem and exec rules in audit mode"
 	rrun rt zone verify lenient
 	assert_failure 1
-	assert_match "$stdout" "network\.allowed_zones"
+	assert_match "$stdout" "filesystem and exec rules in audit mode"
 }
 
 @test "verify: a normal zone is isolated; the JSON report names zone, model, backend and checks" {
