@@ -57,6 +57,14 @@ const (
 	HookLSMMmapFile      = Hook(rauhaHookHOOK_LSM_MMAP_FILE)
 	HookLSMFileMprotect  = Hook(rauhaHookHOOK_LSM_FILE_MPROTECT)
 	HookSkbEgress        = Hook(rauhaHookHOOK_SKB_EGRESS)
+
+	HookLSMInodeSetattr     = Hook(rauhaHookHOOK_LSM_INODE_SETATTR)
+	HookLSMInodeSetxattr    = Hook(rauhaHookHOOK_LSM_INODE_SETXATTR)
+	HookLSMInodeRemovexattr = Hook(rauhaHookHOOK_LSM_INODE_REMOVEXATTR)
+	HookLSMInodeLink        = Hook(rauhaHookHOOK_LSM_INODE_LINK)
+	HookLSMInodeRename      = Hook(rauhaHookHOOK_LSM_INODE_RENAME)
+	HookLSMUnixConnect      = Hook(rauhaHookHOOK_LSM_UNIX_CONNECT)
+	HookLSMUnixSend         = Hook(rauhaHookHOOK_LSM_UNIX_SEND)
 )
 
 var hookNames = map[Hook]string{
@@ -68,6 +76,11 @@ var hookNames = map[Hook]string{
 	HookLSMSocketSendmsg: "lsm/socket_sendmsg", HookLSMCapable: "lsm/capable",
 	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
 	HookSkbEgress: "cgroup_skb/egress",
+
+	HookLSMInodeSetattr: "lsm/inode_setattr", HookLSMInodeSetxattr: "lsm/inode_setxattr",
+	HookLSMInodeRemovexattr: "lsm/inode_removexattr", HookLSMInodeLink: "lsm/inode_link",
+	HookLSMInodeRename: "lsm/inode_rename", HookLSMUnixConnect: "lsm/unix_stream_connect",
+	HookLSMUnixSend: "lsm/unix_may_send",
 }
 
 func (h Hook) String() string {

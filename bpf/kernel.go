@@ -6,7 +6,9 @@
 // Two backends share one set of maps:
 //   - bpf-lsm: LSM programs on file_open, bprm_check_security,
 //     ptrace_access_check, task_kill, socket_connect, socket_sendmsg and
-//     capable, plus a cgroup-escape guard inside file_open;
+//     capable, plus a cgroup-escape guard inside file_open; the deny list
+//     also on inode_setattr, inode_setxattr, inode_removexattr, inode_link,
+//     inode_rename, unix_stream_connect and unix_may_send;
 //   - fallback, for kernels that refuse LSM programs (Landlock enforces files,
 //     exec and signals there): cgroup/connect4|6 and cgroup/sendmsg4|6 on
 //     every member's cgroup for the egress allow-list;
@@ -77,6 +79,15 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneCapable, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneMmapFile, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneFileMprotect, lsm: true, attach: ebpf.AttachLSMMac},
+
+	// File rules beyond open and exec (lsmfile.bpf.h).
+	{name: rauhaProgZoneInodeSetattr, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeSetxattr, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeRemovexattr, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeLink, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeRename, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneUnixStreamConnect, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneUnixMaySend, lsm: true, attach: ebpf.AttachLSMMac},
 }
 
 // backendPrograms are the programs a backend installs.

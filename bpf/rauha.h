@@ -26,6 +26,7 @@ enum policy_flag {
 	POLICY_DENY_SIGNAL = 1 << 1,       /* no signals across zones unless a peer entry allows */
 	POLICY_DENY_PTRACE = 1 << 2,       /* no ptrace across zones unless a peer entry allows */
 	POLICY_EGRESS_RESTRICTED = 1 << 3, /* egress only to the zone's allow-list */
+	POLICY_FILE_TREES = 1 << 4,        /* file_deny holds directories: judge what is below them */
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
@@ -40,10 +41,14 @@ enum peer_bit {
 	PEER_PTRACE = 1 << 1,
 };
 
-/* file_deny value bits. */
+/*
+ * file_deny value bits. A directory's bits hold for everything below it.
+ * FILE_DENY_OPEN also denies what FILE_DENY_CHANGE does.
+ */
 enum file_access {
 	FILE_DENY_OPEN = 1 << 0,
 	FILE_DENY_EXEC = 1 << 1,
+	FILE_DENY_CHANGE = 1 << 2, /* read_only: no metadata change, no new name */
 };
 
 /* Controls: the index into the counter arrays and event.control. */
@@ -75,6 +80,13 @@ enum hook {
 	HOOK_LSM_MMAP_FILE,
 	HOOK_LSM_FILE_MPROTECT,
 	HOOK_SKB_EGRESS,
+	HOOK_LSM_INODE_SETATTR,
+	HOOK_LSM_INODE_SETXATTR,
+	HOOK_LSM_INODE_REMOVEXATTR,
+	HOOK_LSM_INODE_LINK,
+	HOOK_LSM_INODE_RENAME,
+	HOOK_LSM_UNIX_CONNECT,
+	HOOK_LSM_UNIX_SEND,
 };
 
 enum verdict {
@@ -140,7 +152,7 @@ enum skb_events {
 struct event {
 	__u64 ts_ns; /* CLOCK_BOOTTIME */
 	__u64 cgid;  /* cgroup-v2 id of the task */
-	__u64 arg;   /* file/exec: inode; signal: signo; ptrace: mode or request; capability: cap;
+	__u64 arg;   /* file/exec: inode (a denied directory's when path is set); signal: signo; ptrace: mode or request; capability: cap;
 		      * egress packet: IP protocol, | 1 << 8 when source-routed or unparsable */
 	__u64 dev;   /* file/exec: kernel dev_t */
 	__u32 zone;
@@ -158,7 +170,8 @@ struct event {
 	__u16 port;  /* egress: destination port, host byte order */
 	__u8 addr[16]; /* egress: destination (4 bytes used for AF_INET) */
 	char comm[COMM_LEN];
-	char path[PATH_LEN]; /* observer open/exec: the path argument as passed */
+	char path[PATH_LEN]; /* observer open/exec: the path argument as passed;
+			      * LSM file hooks: the name of a file denied by a directory above it */
 };
 
 /* Keeps the enums in the object's BTF for bpf2go -type. */

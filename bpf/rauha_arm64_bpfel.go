@@ -77,8 +77,9 @@ type rauhaEvent struct {
 type rauhaFileAccess uint32
 
 const (
-	rauhaFileAccessFILE_DENY_OPEN rauhaFileAccess = 1
-	rauhaFileAccessFILE_DENY_EXEC rauhaFileAccess = 2
+	rauhaFileAccessFILE_DENY_OPEN   rauhaFileAccess = 1
+	rauhaFileAccessFILE_DENY_EXEC   rauhaFileAccess = 2
+	rauhaFileAccessFILE_DENY_CHANGE rauhaFileAccess = 4
 )
 
 type rauhaFileKey struct {
@@ -91,21 +92,28 @@ type rauhaFileKey struct {
 type rauhaHook uint32
 
 const (
-	rauhaHookHOOK_CONNECT4           rauhaHook = 1
-	rauhaHookHOOK_CONNECT6           rauhaHook = 2
-	rauhaHookHOOK_SENDMSG4           rauhaHook = 3
-	rauhaHookHOOK_SENDMSG6           rauhaHook = 4
-	rauhaHookHOOK_SYS_EXIT           rauhaHook = 5
-	rauhaHookHOOK_LSM_FILE_OPEN      rauhaHook = 6
-	rauhaHookHOOK_LSM_BPRM_CHECK     rauhaHook = 7
-	rauhaHookHOOK_LSM_PTRACE         rauhaHook = 8
-	rauhaHookHOOK_LSM_TASK_KILL      rauhaHook = 9
-	rauhaHookHOOK_LSM_SOCKET_CONNECT rauhaHook = 10
-	rauhaHookHOOK_LSM_SOCKET_SENDMSG rauhaHook = 11
-	rauhaHookHOOK_LSM_CAPABLE        rauhaHook = 12
-	rauhaHookHOOK_LSM_MMAP_FILE      rauhaHook = 13
-	rauhaHookHOOK_LSM_FILE_MPROTECT  rauhaHook = 14
-	rauhaHookHOOK_SKB_EGRESS         rauhaHook = 15
+	rauhaHookHOOK_CONNECT4              rauhaHook = 1
+	rauhaHookHOOK_CONNECT6              rauhaHook = 2
+	rauhaHookHOOK_SENDMSG4              rauhaHook = 3
+	rauhaHookHOOK_SENDMSG6              rauhaHook = 4
+	rauhaHookHOOK_SYS_EXIT              rauhaHook = 5
+	rauhaHookHOOK_LSM_FILE_OPEN         rauhaHook = 6
+	rauhaHookHOOK_LSM_BPRM_CHECK        rauhaHook = 7
+	rauhaHookHOOK_LSM_PTRACE            rauhaHook = 8
+	rauhaHookHOOK_LSM_TASK_KILL         rauhaHook = 9
+	rauhaHookHOOK_LSM_SOCKET_CONNECT    rauhaHook = 10
+	rauhaHookHOOK_LSM_SOCKET_SENDMSG    rauhaHook = 11
+	rauhaHookHOOK_LSM_CAPABLE           rauhaHook = 12
+	rauhaHookHOOK_LSM_MMAP_FILE         rauhaHook = 13
+	rauhaHookHOOK_LSM_FILE_MPROTECT     rauhaHook = 14
+	rauhaHookHOOK_SKB_EGRESS            rauhaHook = 15
+	rauhaHookHOOK_LSM_INODE_SETATTR     rauhaHook = 16
+	rauhaHookHOOK_LSM_INODE_SETXATTR    rauhaHook = 17
+	rauhaHookHOOK_LSM_INODE_REMOVEXATTR rauhaHook = 18
+	rauhaHookHOOK_LSM_INODE_LINK        rauhaHook = 19
+	rauhaHookHOOK_LSM_INODE_RENAME      rauhaHook = 20
+	rauhaHookHOOK_LSM_UNIX_CONNECT      rauhaHook = 21
+	rauhaHookHOOK_LSM_UNIX_SEND         rauhaHook = 22
 )
 
 type rauhaLimits uint32
@@ -144,6 +152,7 @@ const (
 	rauhaPolicyFlagPOLICY_DENY_SIGNAL       rauhaPolicyFlag = 2
 	rauhaPolicyFlagPOLICY_DENY_PTRACE       rauhaPolicyFlag = 4
 	rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED rauhaPolicyFlag = 8
+	rauhaPolicyFlagPOLICY_FILE_TREES        rauhaPolicyFlag = 16
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 14
 )
 
@@ -172,33 +181,40 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	rauhaMapEgress4            = "egress4"
-	rauhaMapEgress6            = "egress6"
-	rauhaMapEvents             = "events"
-	rauhaMapFileDeny           = "file_deny"
-	rauhaMapMemberNetns        = "member_netns"
-	rauhaMapSkbEventLimit      = "skb_event_limit"
-	rauhaMapZoneByCgid         = "zone_by_cgid"
-	rauhaMapZoneCounters       = "zone_counters"
-	rauhaMapZonePeers          = "zone_peers"
-	rauhaMapZonePolicy         = "zone_policy"
-	rauhaProgEgressConnect4    = "egress_connect4"
-	rauhaProgEgressConnect6    = "egress_connect6"
-	rauhaProgEgressSendmsg4    = "egress_sendmsg4"
-	rauhaProgEgressSendmsg6    = "egress_sendmsg6"
-	rauhaProgEgressSkb         = "egress_skb"
-	rauhaProgObserveSysExit    = "observe_sys_exit"
-	rauhaProgZoneBprmCheck     = "zone_bprm_check"
-	rauhaProgZoneCapable       = "zone_capable"
-	rauhaProgZoneFileMprotect  = "zone_file_mprotect"
-	rauhaProgZoneFileOpen      = "zone_file_open"
-	rauhaProgZoneMmapFile      = "zone_mmap_file"
-	rauhaProgZonePtrace        = "zone_ptrace"
-	rauhaProgZoneSocketConnect = "zone_socket_connect"
-	rauhaProgZoneSocketSendmsg = "zone_socket_sendmsg"
-	rauhaProgZoneTaskKill      = "zone_task_kill"
-	rauhaVarUnusedEnums        = "unused_enums"
-	rauhaVarUnusedEvent        = "unused_event"
+	rauhaMapEgress4                = "egress4"
+	rauhaMapEgress6                = "egress6"
+	rauhaMapEvents                 = "events"
+	rauhaMapFileDeny               = "file_deny"
+	rauhaMapMemberNetns            = "member_netns"
+	rauhaMapSkbEventLimit          = "skb_event_limit"
+	rauhaMapZoneByCgid             = "zone_by_cgid"
+	rauhaMapZoneCounters           = "zone_counters"
+	rauhaMapZonePeers              = "zone_peers"
+	rauhaMapZonePolicy             = "zone_policy"
+	rauhaProgEgressConnect4        = "egress_connect4"
+	rauhaProgEgressConnect6        = "egress_connect6"
+	rauhaProgEgressSendmsg4        = "egress_sendmsg4"
+	rauhaProgEgressSendmsg6        = "egress_sendmsg6"
+	rauhaProgEgressSkb             = "egress_skb"
+	rauhaProgObserveSysExit        = "observe_sys_exit"
+	rauhaProgZoneBprmCheck         = "zone_bprm_check"
+	rauhaProgZoneCapable           = "zone_capable"
+	rauhaProgZoneFileMprotect      = "zone_file_mprotect"
+	rauhaProgZoneFileOpen          = "zone_file_open"
+	rauhaProgZoneInodeLink         = "zone_inode_link"
+	rauhaProgZoneInodeRemovexattr  = "zone_inode_removexattr"
+	rauhaProgZoneInodeRename       = "zone_inode_rename"
+	rauhaProgZoneInodeSetattr      = "zone_inode_setattr"
+	rauhaProgZoneInodeSetxattr     = "zone_inode_setxattr"
+	rauhaProgZoneMmapFile          = "zone_mmap_file"
+	rauhaProgZonePtrace            = "zone_ptrace"
+	rauhaProgZoneSocketConnect     = "zone_socket_connect"
+	rauhaProgZoneSocketSendmsg     = "zone_socket_sendmsg"
+	rauhaProgZoneTaskKill          = "zone_task_kill"
+	rauhaProgZoneUnixMaySend       = "zone_unix_may_send"
+	rauhaProgZoneUnixStreamConnect = "zone_unix_stream_connect"
+	rauhaVarUnusedEnums            = "unused_enums"
+	rauhaVarUnusedEvent            = "unused_event"
 )
 
 // loadRauha returns the embedded CollectionSpec for rauha.
@@ -243,21 +259,28 @@ type rauhaSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type rauhaProgramSpecs struct {
-	EgressConnect4    *ebpf.ProgramSpec `ebpf:"egress_connect4"`
-	EgressConnect6    *ebpf.ProgramSpec `ebpf:"egress_connect6"`
-	EgressSendmsg4    *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
-	EgressSendmsg6    *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
-	EgressSkb         *ebpf.ProgramSpec `ebpf:"egress_skb"`
-	ObserveSysExit    *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
-	ZoneBprmCheck     *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
-	ZoneCapable       *ebpf.ProgramSpec `ebpf:"zone_capable"`
-	ZoneFileMprotect  *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
-	ZoneFileOpen      *ebpf.ProgramSpec `ebpf:"zone_file_open"`
-	ZoneMmapFile      *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
-	ZonePtrace        *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
-	ZoneSocketConnect *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
-	ZoneSocketSendmsg *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
-	ZoneTaskKill      *ebpf.ProgramSpec `ebpf:"zone_task_kill"`
+	EgressConnect4        *ebpf.ProgramSpec `ebpf:"egress_connect4"`
+	EgressConnect6        *ebpf.ProgramSpec `ebpf:"egress_connect6"`
+	EgressSendmsg4        *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
+	EgressSendmsg6        *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
+	EgressSkb             *ebpf.ProgramSpec `ebpf:"egress_skb"`
+	ObserveSysExit        *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
+	ZoneBprmCheck         *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
+	ZoneCapable           *ebpf.ProgramSpec `ebpf:"zone_capable"`
+	ZoneFileMprotect      *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
+	ZoneFileOpen          *ebpf.ProgramSpec `ebpf:"zone_file_open"`
+	ZoneInodeLink         *ebpf.ProgramSpec `ebpf:"zone_inode_link"`
+	ZoneInodeRemovexattr  *ebpf.ProgramSpec `ebpf:"zone_inode_removexattr"`
+	ZoneInodeRename       *ebpf.ProgramSpec `ebpf:"zone_inode_rename"`
+	ZoneInodeSetattr      *ebpf.ProgramSpec `ebpf:"zone_inode_setattr"`
+	ZoneInodeSetxattr     *ebpf.ProgramSpec `ebpf:"zone_inode_setxattr"`
+	ZoneMmapFile          *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
+	ZonePtrace            *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
+	ZoneSocketConnect     *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
+	ZoneSocketSendmsg     *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
+	ZoneTaskKill          *ebpf.ProgramSpec `ebpf:"zone_task_kill"`
+	ZoneUnixMaySend       *ebpf.ProgramSpec `ebpf:"zone_unix_may_send"`
+	ZoneUnixStreamConnect *ebpf.ProgramSpec `ebpf:"zone_unix_stream_connect"`
 }
 
 // rauhaMapSpecs contains maps before they are loaded into the kernel.
@@ -343,21 +366,28 @@ type rauhaVariables struct {
 //
 // It can be passed to loadRauhaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type rauhaPrograms struct {
-	EgressConnect4    *ebpf.Program `ebpf:"egress_connect4"`
-	EgressConnect6    *ebpf.Program `ebpf:"egress_connect6"`
-	EgressSendmsg4    *ebpf.Program `ebpf:"egress_sendmsg4"`
-	EgressSendmsg6    *ebpf.Program `ebpf:"egress_sendmsg6"`
-	EgressSkb         *ebpf.Program `ebpf:"egress_skb"`
-	ObserveSysExit    *ebpf.Program `ebpf:"observe_sys_exit"`
-	ZoneBprmCheck     *ebpf.Program `ebpf:"zone_bprm_check"`
-	ZoneCapable       *ebpf.Program `ebpf:"zone_capable"`
-	ZoneFileMprotect  *ebpf.Program `ebpf:"zone_file_mprotect"`
-	ZoneFileOpen      *ebpf.Program `ebpf:"zone_file_open"`
-	ZoneMmapFile      *ebpf.Program `ebpf:"zone_mmap_file"`
-	ZonePtrace        *ebpf.Program `ebpf:"zone_ptrace"`
-	ZoneSocketConnect *ebpf.Program `ebpf:"zone_socket_connect"`
-	ZoneSocketSendmsg *ebpf.Program `ebpf:"zone_socket_sendmsg"`
-	ZoneTaskKill      *ebpf.Program `ebpf:"zone_task_kill"`
+	EgressConnect4        *ebpf.Program `ebpf:"egress_connect4"`
+	EgressConnect6        *ebpf.Program `ebpf:"egress_connect6"`
+	EgressSendmsg4        *ebpf.Program `ebpf:"egress_sendmsg4"`
+	EgressSendmsg6        *ebpf.Program `ebpf:"egress_sendmsg6"`
+	EgressSkb             *ebpf.Program `ebpf:"egress_skb"`
+	ObserveSysExit        *ebpf.Program `ebpf:"observe_sys_exit"`
+	ZoneBprmCheck         *ebpf.Program `ebpf:"zone_bprm_check"`
+	ZoneCapable           *ebpf.Program `ebpf:"zone_capable"`
+	ZoneFileMprotect      *ebpf.Program `ebpf:"zone_file_mprotect"`
+	ZoneFileOpen          *ebpf.Program `ebpf:"zone_file_open"`
+	ZoneInodeLink         *ebpf.Program `ebpf:"zone_inode_link"`
+	ZoneInodeRemovexattr  *ebpf.Program `ebpf:"zone_inode_removexattr"`
+	ZoneInodeRename       *ebpf.Program `ebpf:"zone_inode_rename"`
+	ZoneInodeSetattr      *ebpf.Program `ebpf:"zone_inode_setattr"`
+	ZoneInodeSetxattr     *ebpf.Program `ebpf:"zone_inode_setxattr"`
+	ZoneMmapFile          *ebpf.Program `ebpf:"zone_mmap_file"`
+	ZonePtrace            *ebpf.Program `ebpf:"zone_ptrace"`
+	ZoneSocketConnect     *ebpf.Program `ebpf:"zone_socket_connect"`
+	ZoneSocketSendmsg     *ebpf.Program `ebpf:"zone_socket_sendmsg"`
+	ZoneTaskKill          *ebpf.Program `ebpf:"zone_task_kill"`
+	ZoneUnixMaySend       *ebpf.Program `ebpf:"zone_unix_may_send"`
+	ZoneUnixStreamConnect *ebpf.Program `ebpf:"zone_unix_stream_connect"`
 }
 
 func (p *rauhaPrograms) Close() error {
@@ -372,11 +402,18 @@ func (p *rauhaPrograms) Close() error {
 		p.ZoneCapable,
 		p.ZoneFileMprotect,
 		p.ZoneFileOpen,
+		p.ZoneInodeLink,
+		p.ZoneInodeRemovexattr,
+		p.ZoneInodeRename,
+		p.ZoneInodeSetattr,
+		p.ZoneInodeSetxattr,
 		p.ZoneMmapFile,
 		p.ZonePtrace,
 		p.ZoneSocketConnect,
 		p.ZoneSocketSendmsg,
 		p.ZoneTaskKill,
+		p.ZoneUnixMaySend,
+		p.ZoneUnixStreamConnect,
 	)
 }
 

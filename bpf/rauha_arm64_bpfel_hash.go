@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "3bba19425dd7a89090dbbe839f2776328bd5cb409ab37c931d715d58101beaed"
+const rauhaObjectSHA256 = "da8707e925e8332f78edb2cc7455dcc9b8838c61852929f827a749d39733ac73"

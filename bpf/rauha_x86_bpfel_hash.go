@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0a9e7bcf27ca6820b309d7be5df4ecbf6cadd5e4e1525d754765747a1796d393"
+const rauhaObjectSHA256 = "bfc62f7970f96fe4290f17d9726d024a10c6f40f250b9f8d0408d5d9dfe9914d"

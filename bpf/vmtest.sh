@@ -38,6 +38,8 @@ if [ "$matrix" = 1 ]; then
 	make -C "$repo" --no-print-directory build >&2
 	bins=$repo/rauha
 	cp "$repo/tests/vm/matrix.sh" "$repo/tests/vm/filedeny.sh" "$payload/bin/"
+	# filedeny.sh's file routes: xattrs and unix sockets, which busybox lacks.
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$payload/bin/fileattack" ./tests/bats/helpers/fileattack)
 fi
 
 kernels=("$@")

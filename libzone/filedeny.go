@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,7 +102,7 @@ func (ke *kernelEnforcer) setPolicy(z *zone.Zone, kp bpf.ZonePolicy) error {
 		if err != nil {
 			return fmt.Errorf("zone %s: list members: %w", z.Name, err)
 		}
-		if kp.FileDenies, err = ke.recordFileDenies(tx, z.ID, &z.Policy, members); err != nil {
+		if err := ke.recordFileDenies(tx, z.ID, &z.Policy, members, &kp); err != nil {
 			return fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 		}
 		return push()
@@ -125,7 +126,7 @@ func (ke *kernelEnforcer) joinFileDenies(z *zone.Zone, c *zone.Container) error 
 		if err != nil {
 			return fmt.Errorf("zone %s: %w", z.Name, err)
 		}
-		if len(stored.Policy.Filesystem.Deny)+len(stored.Policy.Exec.Deny) == 0 {
+		if !hasInodeRules(&stored.Policy) {
 			return nil
 		}
 		members, err := tx.Members(z.Name)
@@ -136,7 +137,7 @@ func (ke *kernelEnforcer) joinFileDenies(z *zone.Zone, c *zone.Container) error 
 		if err != nil {
 			return fmt.Errorf("zone %s: read the kernel policy: %w", z.Name, err)
 		}
-		if kp.FileDenies, err = ke.recordFileDenies(tx, stored.ID, &stored.Policy, members); err != nil {
+		if err := ke.recordFileDenies(tx, stored.ID, &stored.Policy, members, &kp); err != nil {
 			return fmt.Errorf("zone %s: container %s: deny lists: %w", z.Name, c.ID, err)
 		}
 		if err := ke.k.SetPolicy(stored.ID, kp); err != nil {
@@ -146,18 +147,18 @@ func (ke *kernelEnforcer) joinFileDenies(z *zone.Zone, c *zone.Container) error 
 	})
 }
 
-// recordFileDenies resolves p's deny lists in members' roots and records
-// the paths of the inodes for events.
-func (ke *kernelEnforcer) recordFileDenies(tx *zone.Tx, id uint32, p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, error) {
-	denies, paths, err := fileDenies(p, members)
+// recordFileDenies resolves p's deny and read_only lists in members' roots
+// into kp, and records the paths of the inodes for events.
+func (ke *kernelEnforcer) recordFileDenies(tx *zone.Tx, id uint32, p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy) error {
+	paths, err := fileDenies(p, members, kp)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	raw, err := json.Marshal(paths)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return denies, tx.SetMeta(fileDenyMetaPrefix+strconv.FormatUint(uint64(id), 10), string(raw))
+	return tx.SetMeta(fileDenyMetaPrefix+strconv.FormatUint(uint64(id), 10), string(raw))
 }
 
 // verifyFileDenies adds to want what Apply would push for these members.
@@ -165,9 +166,15 @@ func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Contai
 	if !ke.k.LSM() {
 		return nil
 	}
-	denies, _, err := fileDenies(p, members)
-	want.FileDenies = denies
+	_, err := fileDenies(p, members, want)
 	return err
+}
+
+// hasInodeRules reports whether p has rules the bpf-lsm backend keeps in
+// the inode list: the deny lists, and read_only (for metadata and names,
+// which Landlock does not judge).
+func hasInodeRules(p *zone.Policy) bool {
+	return len(p.Filesystem.Deny)+len(p.Exec.Deny)+len(p.Filesystem.ReadOnly) > 0
 }
 
 // fileDenyPathsOf reads the recorded path maps of zones, by zone id.
@@ -186,15 +193,20 @@ func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]fileDenyPaths {
 	return out
 }
 
-// fileDenies resolves p's deny lists in every running member's root.
-// Members without a live process are skipped: they run nothing to deny.
-func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, fileDenyPaths, error) {
+// fileDenies resolves p's deny and read_only lists in every running
+// member's root into kp's FileDenies and FileTrees. Members without a live
+// process are skipped: they run nothing to deny. A denied directory is
+// listed with every inode below it (their other names, hard links made
+// elsewhere, are denied too); a read_only directory only itself: the
+// kernel's walk up from an inode finds it, and Landlock keeps new names
+// from being made below it.
+func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy) (fileDenyPaths, error) {
 	paths := fileDenyPaths{}
-	if len(p.Filesystem.Deny)+len(p.Exec.Deny) == 0 {
-		return nil, paths, nil
+	kp.FileDenies, kp.FileTrees = nil, false
+	if !hasInodeRules(p) {
+		return paths, nil
 	}
 	seen := map[string]bool{}
-	var out []bpf.FileDeny
 	for _, m := range members {
 		pid := memberPid(&m)
 		if pid == 0 || seen[m.ID] {
@@ -205,11 +217,11 @@ func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, fileD
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
 			continue // exited meanwhile
 		} else if err != nil {
-			return nil, nil, fmt.Errorf("container %s: open %s: %w", m.ID, procRoot(pid), err)
+			return nil, fmt.Errorf("container %s: open %s: %w", m.ID, procRoot(pid), err)
 		}
 		budget := maxDenyInodes
 		add := func(dev, ino uint64, mask bpf.FileAccess, path string) {
-			out = append(out, bpf.FileDeny{Dev: dev, Ino: ino, Mask: mask})
+			kp.FileDenies = append(kp.FileDenies, bpf.FileDeny{Dev: dev, Ino: ino, Mask: mask})
 			if _, ok := paths[inodeKey(dev, ino)]; !ok {
 				paths[inodeKey(dev, ino)] = path
 			}
@@ -217,17 +229,20 @@ func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, fileD
 		for _, l := range []struct {
 			paths []string
 			mask  bpf.FileAccess
-		}{{p.Filesystem.Deny, bpf.FileOpen}, {p.Exec.Deny, bpf.FileExec}} {
+			tree  bool // list every inode below a directory
+		}{{p.Filesystem.Deny, bpf.FileOpen, true}, {p.Exec.Deny, bpf.FileExec, true}, {p.Filesystem.ReadOnly, bpf.FileChange, false}} {
 			for _, path := range l.paths {
-				if err := denyPathInRoot(root, path, func(dev, ino uint64, at string) { add(dev, ino, l.mask, at) }, &budget); err != nil {
+				dir, err := denyPathInRoot(root, path, l.tree, func(dev, ino uint64, at string) { add(dev, ino, l.mask, at) }, &budget)
+				if err != nil {
 					unix.Close(root)
-					return nil, nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
+					return nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
 				}
+				kp.FileTrees = kp.FileTrees || dir
 			}
 		}
 		unix.Close(root)
 	}
-	return out, paths, nil
+	return paths, nil
 }
 
 // memberPid is a process of the member, 0 when none runs: the recorded init
@@ -256,33 +271,37 @@ func memberPid(c *zone.Container) int {
 }
 
 // denyPathInRoot calls add for the inode path names inside root (an open
-// directory), and for every inode below it when it is a directory. The path
-// is resolved as the container would (a final symlink is followed: exec and
-// open act on the target), but never leaves root. A path that does not
-// exist denies nothing.
-func denyPathInRoot(root int, path string, add func(dev, ino uint64, at string), budget *int) error {
+// directory), and, with tree, for every inode below it when it is a
+// directory; dir reports that it is one. The path is resolved as the
+// container would (a final symlink is followed: exec and open act on the
+// target), but never leaves root. A path that does not exist denies
+// nothing.
+func denyPathInRoot(root int, path string, tree bool, add func(dev, ino uint64, at string), budget *int) (dir bool, err error) {
 	fd, err := unix.Openat2(root, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return nil
+		return false, nil
 	} else if err != nil {
-		return fmt.Errorf("resolve in the container root: %w", err)
+		return false, fmt.Errorf("resolve in the container root: %w", err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stat: %w", err)
+		return false, fmt.Errorf("stat: %w", err)
 	}
 	if err := spend(budget); err != nil {
-		return err
+		return false, err
 	}
 	add(st.Dev, st.Ino, path)
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil
+		return false, nil
 	}
-	return denyTree(fd, path, add, budget)
+	if !tree {
+		return true, nil
+	}
+	return true, denyTree(fd, path, add, budget)
 }
 
 func spend(budget *int) error {
@@ -333,4 +352,55 @@ func denyTree(dir int, at string, add func(dev, ino uint64, at string), budget *
 		}
 	}
 	return nil
+}
+
+// fileRoutes are the ways to reach or change an inode besides open and
+// exec, and the bpf-lsm programs that judge them against the inode list
+// (bpf/lsmfile.bpf.h). denyOnly: only a deny list closes it (read_only
+// says nothing about reading).
+var fileRoutes = []struct {
+	name     string
+	what     string
+	programs []string
+	denyOnly bool
+}{
+	{"file metadata", "chmod, chown, utimensat, truncate and xattr changes", []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr"}, false},
+	{"file names", "new hard links to and renames of listed inodes", []string{"lsm/inode_link", "lsm/inode_rename"}, false},
+	{"file handles", "open_by_handle_at (judged by inode at open)", []string{"lsm/file_open"}, true},
+	{"unix sockets", "connect and send to a socket bound in a denied path", []string{"lsm/unix_stream_connect", "lsm/unix_may_send"}, true},
+}
+
+// verifyFileRoutes adds a check per route of fileRoutes, and one for files
+// made below a listed directory after the list was resolved, on bpf-lsm
+// for a zone with inode rules. attached: the attached programs (nil when
+// unknown); kernel: the zone's policy as the kernel holds it.
+func (ke *kernelEnforcer) verifyFileRoutes(p *zone.Policy, attached []string, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy, r *zone.IsolationReport) {
+	if !ke.k.LSM() || !hasInodeRules(p) {
+		return
+	}
+	deny := len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0
+	for _, rt := range fileRoutes {
+		if rt.denyOnly && !deny {
+			continue
+		}
+		var missing []string
+		for _, prog := range rt.programs {
+			if !slices.Contains(attached, prog) {
+				missing = append(missing, prog)
+			}
+		}
+		if len(missing) > 0 {
+			r.Add(rt.name, false, "%s: %s not attached; run 'rauha zone reconcile'", rt.what, strings.Join(missing, ", "))
+		} else {
+			r.Add(rt.name, true, "%s: denied by %s", rt.what, strings.Join(rt.programs, ", "))
+		}
+	}
+	switch {
+	case !want.FileTrees:
+		r.Add("files below listed directories", true, "the deny and read_only lists name no directory")
+	case kernel == nil || !kernel.FileTrees:
+		r.Add("files below listed directories", false, "the kernel does not walk up from the inodes it judges: a file made below a listed directory since the last push is not covered; run 'rauha zone reconcile'")
+	default:
+		r.Add("files below listed directories", true, "every file check walks up to the listed directories: files made below them later are covered too")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"syscall"
 	"time"
@@ -184,11 +185,21 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 		if ev.Control == bpf.ControlExec && ev.Verdict == bpf.VerdictObserved {
 			ze.Object = execRouteObject(ev)
 		}
+		if ev.Hook != bpf.HookSysExit && ev.Path != "" && ev.Ino != 0 {
+			// An LSM hook denied a file below a listed directory: the
+			// inode is the directory's, the path the file's name.
+			if dir := files[ev.Zone][inodeKey(ev.Dev, ev.Ino)]; dir != "" {
+				ze.Object = path.Join(dir, "…", ev.Path)
+			}
+		}
 		if ze.Object == "" && ev.Ino != 0 {
 			ze.Object = files[ev.Zone][inodeKey(ev.Dev, ev.Ino)]
 		}
 		if ze.Object == "" && ev.Ino != 0 {
 			ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
+		}
+		if op := fileHookOps[ev.Hook]; op != "" {
+			ze.Object = op + " " + ze.Object
 		}
 		if ze.Object == "" {
 			ze.Object = pathlessSyscalls[ev.Syscall] // an fd or a handle: no path to show
@@ -198,6 +209,18 @@ func (ke *kernelEnforcer) zoneEvent(ev bpf.Event, zones zoneIDs, members map[uin
 		ze.Object += " (" + ev.Errno.Error() + ")"
 	}
 	return ze
+}
+
+// fileHookOps names what the bpf-lsm file hooks beyond open and exec
+// denied (bpf/lsmfile.bpf.h), in front of the object.
+var fileHookOps = map[bpf.Hook]string{
+	bpf.HookLSMInodeSetattr:     "setattr",
+	bpf.HookLSMInodeSetxattr:    "setxattr",
+	bpf.HookLSMInodeRemovexattr: "removexattr",
+	bpf.HookLSMInodeLink:        "link",
+	bpf.HookLSMInodeRename:      "rename",
+	bpf.HookLSMUnixConnect:      "unix connect",
+	bpf.HookLSMUnixSend:         "unix send",
 }
 
 // packetObject names a packet the egress packet program dropped: "packet

@@ -116,9 +116,12 @@ has_event() { events | grep "\"control\":\"$1\"" | grep "\"decision\":\"$2\"" | 
 
 cleanup() {
 	rt kill c1 KILL >/dev/null 2>&1
+	rt kill c2 KILL >/dev/null 2>&1
 	sleep 0.5
 	rt delete --force c1 >/dev/null 2>&1
+	rt delete --force c2 >/dev/null 2>&1
 	rt zone delete --force $Z >/dev/null 2>&1
+	rt zone delete --force fm >/dev/null 2>&1
 }
 trap cleanup EXIT
 
@@ -170,6 +173,92 @@ check "file event names /etc/secret (audit)" has_event file audit /etc/secret
 check "exec event names /bin/tool (audit)" has_event exec audit /bin/tool
 events | grep '"decision":"audit"' | head -2
 check "the init is still the same process" sh -c "[ \"\$($RT --root $R state c1 | sed -n 's/.*\"pid\": \([0-9]*\).*/\1/p')\" = $pid ]"
+
+# ------------------------------------------------------------------ file routes
+# The ways to reach or change a listed inode other than open and exec
+# (bpf/lsmfile.bpf.h), in a zone of their own (fm) whose deny and read_only
+# paths lie on a writable bind mount (/meta): on a read-only mount every
+# change fails with EROFS before any LSM hook runs. Each route is denied
+# with EACCES and an event; files and sockets made below the denied
+# directory after the container started are denied too.
+file_routes() {
+	local Z2=fm B2=/tmp/fmbundle M=/tmp/fdmeta tool=${FILEATTACK:-/payload/bin/fileattack}
+	[ -x "$tool" ] || { bad "file routes: no fileattack helper at $tool"; return; }
+	mkdir -p $M/ro/sub $M/private $B2 $B/rootfs/meta
+	cp "$tool" $B/rootfs/bin/fileattack
+	echo secret >$M/secret
+	echo ro >$M/ro/sub/file
+	echo key >$M/private/key
+	echo free >$M/free
+	"$tool" listen $M/private/sock0 >/dev/null 2>&1 & # in the list: it exists at start
+	local srv0=$!
+	printf '[zone]\nmode = "enforce"\nadmission = "strict"\n[filesystem]\ndeny = ["/meta/secret", "/meta/private"]\nread_only = ["/meta/ro"]\n' >/tmp/fm.toml
+	sed -e 's|"/loop.sh"|"/bin/sleep", "1000"|' -e 's|"org.rauha.zone": "fd"|"org.rauha.zone": "fm"|' \
+		-e 's|/rauha-filedeny/c1|/rauha-filedeny/c2|' -e "s|\"path\": \"rootfs\"|\"path\": \"$B/rootfs\"|" \
+		-e "s|\(\"destination\": \"/run\".*\]}\)|\1,\n    {\"destination\": \"/meta\", \"type\": \"bind\", \"source\": \"$M\", \"options\": [\"rbind\", \"rw\"]}|" \
+		$B/config.json >$B2/config.json
+	check "zone create fm (deny and read_only on /meta)" rt zone create $Z2 --policy /tmp/fm.toml
+	if ! (cd $B2 && rt run -d c2 </dev/null >/tmp/run2.log 2>&1); then cat /tmp/run2.log; fi
+	check "container c2 runs" sh -c "$RT --root $R state c2 | grep -q running"
+	# Made after the start, below the denied directory: in no list.
+	echo late >$M/private/late
+	"$tool" listen $M/private/sock >/dev/null 2>&1 &
+	local srv=$!
+	for i in $(seq 1 50); do [ -S $M/private/sock ] && [ -S $M/private/sock0 ] && break; sleep 0.1; done
+
+	denied() { # denied WHAT CMD...: exits non-zero with "Permission denied"
+		local what=$1 out rc
+		shift
+		out=$(rt exec c2 "$@" 2>&1); rc=$?
+		echo "    $*: rc=$rc $out"
+		check "$what: EACCES" eval '[ $rc != 0 ] && { [ -z "${out##*Permission denied*}" ] || [ -z "${out##*permission denied*}" ]; }'
+	}
+	local f
+	for f in /meta/secret /meta/ro/sub/file; do
+		denied "chmod 4755 $f" chmod 4755 $f
+		denied "chown 0:0 $f" chown 0:0 $f
+		denied "touch -d 2000-01-01 $f" touch -d 2000-01-01 $f
+		denied "setxattr user.rauha on $f" fileattack setxattr $f user.rauha owned
+		denied "ln $f (a new name)" ln $f /meta/link
+	done
+	check "the host sees /meta/secret unchanged (mode 644)" [ "$(stat -c %a $M/secret)" = 644 ]
+	check "and /meta/ro/sub/file" [ "$(stat -c %a $M/ro/sub/file)" = 644 ]
+	denied "cat /meta/private/late (created after start)" cat /meta/private/late
+	denied "chmod /meta/private/late" chmod 600 /meta/private/late
+	denied "mv /meta/private/late out of the denied directory" mv /meta/private/late /meta/moved
+	denied "connect /meta/private/sock0 (listed)" fileattack connect /meta/private/sock0
+	denied "connect /meta/private/sock (bound after start)" fileattack connect /meta/private/sock
+	check "the host reaches /meta/private/sock" sh -c "\"$tool\" connect $M/private/sock | grep -q hello"
+	check "chmod of an unlisted file works" rt exec c2 chmod 600 /meta/free
+	check "read_only is no deny: cat /meta/ro/sub/file" sh -c "$RT --root $R exec c2 cat /meta/ro/sub/file | grep -q ro"
+
+	ev2() { rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep '"decision":"deny"' | grep -q "\"object\":\"$1"; }
+	check "event: setattr /meta/secret" ev2 "setattr /meta/secret"
+	check "event: setattr /meta/ro (read_only, below)" ev2 "setattr /meta/ro/…/file"
+	check "event: setxattr /meta/secret" ev2 "setxattr /meta/secret"
+	check "event: link /meta/secret" ev2 "link /meta/secret"
+	check "event: open /meta/private/…/late" ev2 "/meta/private/…/late"
+	check "event: rename /meta/private/…/late" ev2 "rename /meta/private/…/late"
+	check "event: unix connect /meta/private/sock0" ev2 "unix connect /meta/private/sock0"
+	check "event: unix connect /meta/private/…/sock" ev2 "unix connect /meta/private/…/sock"
+	rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | head -3
+
+	rt zone verify $Z2 | grep -E 'file |unix sockets|listed directories|kernel policy'
+	local route
+	for route in "file metadata" "file names" "file handles" "unix sockets" "files below listed directories"; do
+		check "verify: $route" sh -c "$RT --root $R zone verify $Z2 | grep -Eq '^PASS +$route '"
+	done
+
+	kill $srv $srv0 2>/dev/null
+	rt kill c2 KILL >/dev/null 2>&1
+	sleep 0.5
+	rt delete --force c2 >/dev/null 2>&1
+	rt zone delete --force $Z2 >/dev/null 2>&1
+}
+if rt zone inspect $Z | grep -qi 'bpf-lsm'; then
+	echo "== file routes beyond open (lsm/inode_*, lsm/unix_*)"
+	file_routes
+fi
 
 echo "FILEDENY: $([ $fail = 0 ] && echo PASS || echo FAIL) ($pass passed, $fail failed)"
 [ $fail = 0 ]
