@@ -65,6 +65,8 @@ const (
 	HookLSMInodeRename      = Hook(rauhaHookHOOK_LSM_INODE_RENAME)
 	HookLSMUnixConnect      = Hook(rauhaHookHOOK_LSM_UNIX_CONNECT)
 	HookLSMUnixSend         = Hook(rauhaHookHOOK_LSM_UNIX_SEND)
+	HookLSMInodeSetACL      = Hook(rauhaHookHOOK_LSM_INODE_SET_ACL)
+	HookLSMInodeRemoveACL   = Hook(rauhaHookHOOK_LSM_INODE_REMOVE_ACL)
 )
 
 var hookNames = map[Hook]string{
@@ -80,7 +82,8 @@ var hookNames = map[Hook]string{
 	HookLSMInodeSetattr: "lsm/inode_setattr", HookLSMInodeSetxattr: "lsm/inode_setxattr",
 	HookLSMInodeRemovexattr: "lsm/inode_removexattr", HookLSMInodeLink: "lsm/inode_link",
 	HookLSMInodeRename: "lsm/inode_rename", HookLSMUnixConnect: "lsm/unix_stream_connect",
-	HookLSMUnixSend: "lsm/unix_may_send",
+	HookLSMUnixSend: "lsm/unix_may_send", HookLSMInodeSetACL: "lsm/inode_set_acl",
+	HookLSMInodeRemoveACL: "lsm/inode_remove_acl",
 }
 
 func (h Hook) String() string {

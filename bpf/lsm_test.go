@@ -87,7 +87,8 @@ func TestLSM(t *testing.T) {
 	}
 	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
 		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect",
-		"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_link", "lsm/inode_rename",
+		"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl",
+		"lsm/inode_link", "lsm/inode_rename",
 		"lsm/unix_stream_connect", "lsm/unix_may_send"}
 	for _, zone := range []uint32{zoneA, zoneB} {
 		want = append(want, "cgroup_skb/egress cgroup="+strconv.FormatUint(cgids[zone], 10))

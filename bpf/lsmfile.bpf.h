@@ -4,7 +4,8 @@
  * file_deny list judged on every other way to reach or change an inode.
  *
  *   - metadata: inode_setattr (chmod, chown, utimensat, truncate),
- *     inode_setxattr and inode_removexattr;
+ *     inode_setxattr, inode_removexattr, inode_set_acl and
+ *     inode_remove_acl;
  *   - names: inode_link and inode_rename (a denied inode gets no new name
  *     and is not moved out from below a denied directory);
  *   - unix sockets: unix_stream_connect and unix_may_send judge the inode
@@ -153,24 +154,16 @@ static __always_inline int change_denied(struct dentry *d, __u16 hook)
 }
 
 /*
- * chmod (setuid bits included), chown, utimensat and truncate: every
- * attribute change goes through notify_change and this hook. inode_setattr
- * gained an idmap first argument in 6.9, so the dentry is read as the
- * second to last argument, and the previous program's verdict from the
- * slot after the last one.
+ * The previous program's verdict, in the slot after the n arguments of a
+ * hook whose argument count differs between kernels. Returned as an error
+ * code in [-4095, -1], which the verifier requires and cannot know of a
+ * value read from memory; 0 when there is none.
  */
-SEC("lsm/inode_setattr")
-int BPF_PROG(zone_inode_setattr)
+static __always_inline int prev_verdict(unsigned long long *ctx, __u64 n)
 {
-	__u64 n = bpf_get_func_arg_cnt(ctx);
-	__u64 d = 0;
 	__s64 prev = 0;
 
-	if (n < 2 || n > 3)
-		return 0;
 	bpf_probe_read_kernel(&prev, sizeof(prev), (void *)ctx + n * 8);
-	/* Returned as an error code in [-4095, -1], which the verifier
-	 * requires and cannot know of a value read from memory. */
 	__s64 verdict = (int)prev;
 	barrier_var(verdict);
 	if (verdict < 0) {
@@ -178,6 +171,26 @@ int BPF_PROG(zone_inode_setattr)
 			return -EPERM;
 		return verdict;
 	}
+	return 0;
+}
+
+/*
+ * chmod (setuid bits included), chown, utimensat and truncate: every
+ * attribute change goes through notify_change and this hook. inode_setattr
+ * gained an idmap first argument in 6.9, so the dentry is read as the
+ * second to last argument.
+ */
+SEC("lsm/inode_setattr")
+int BPF_PROG(zone_inode_setattr)
+{
+	__u64 n = bpf_get_func_arg_cnt(ctx);
+	__u64 d = 0;
+
+	if (n < 2 || n > 3)
+		return 0;
+	int ret = prev_verdict(ctx, n);
+	if (ret)
+		return ret;
 	if (bpf_get_func_arg(ctx, n - 2, &d) || !d)
 		return 0;
 	return change_denied((struct dentry *)d, HOOK_LSM_INODE_SETATTR);
@@ -219,6 +232,48 @@ int BPF_PROG(zone_inode_rename, struct inode *old_dir, struct dentry *old_dentry
 	if (ret)
 		return ret;
 	return change_denied(old_dentry, HOOK_LSM_INODE_RENAME);
+}
+
+/*
+ * POSIX ACLs (setfacl: setxattr of system.posix_acl_*) reach the file
+ * system without inode_setxattr since 6.2, through these hooks. Kernels
+ * before have neither: there the loader attaches the two programs to
+ * inode_setxattr and inode_removexattr (bpf/kernel.go, fallback), which see
+ * ACLs, and they judge only ACL names (the xattr programs judge the rest).
+ * Either way the dentry is the second argument and the name the third.
+ */
+static __always_inline int acl_denied(unsigned long long *ctx, __u16 hook)
+{
+#define ACL_PREFIX "system.posix_acl_"
+	__u64 n = bpf_get_func_arg_cnt(ctx);
+	__u64 d = 0, name = 0;
+	char buf[sizeof(ACL_PREFIX)] = {};
+
+	if (n < 3 || n > 6)
+		return 0;
+	int ret = prev_verdict(ctx, n);
+	if (ret)
+		return ret;
+	if (bpf_get_func_arg(ctx, 1, &d) || !d || bpf_get_func_arg(ctx, 2, &name))
+		return 0;
+	bpf_probe_read_kernel_str(buf, sizeof(buf), (void *)name);
+#pragma unroll
+	for (int i = 0; i < sizeof(ACL_PREFIX) - 1; i++)
+		if (buf[i] != ACL_PREFIX[i])
+			return 0;
+	return change_denied((struct dentry *)d, hook);
+}
+
+SEC("lsm/inode_set_acl")
+int BPF_PROG(zone_inode_set_acl)
+{
+	return acl_denied(ctx, HOOK_LSM_INODE_SET_ACL);
+}
+
+SEC("lsm/inode_remove_acl")
+int BPF_PROG(zone_inode_remove_acl)
+{
+	return acl_denied(ctx, HOOK_LSM_INODE_REMOVE_ACL);
 }
 
 /*

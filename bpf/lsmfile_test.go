@@ -25,6 +25,10 @@ func fileOp(op string, args []string) (err error, ok bool) {
 		return unix.Setxattr(args[0], "trusted.rauha", []byte("x"), 0), true
 	case "removexattr":
 		return unix.Removexattr(args[0], "trusted.rauha"), true
+	case "setacl": // setacl <path>: an access ACL equal to mode 0755, as setfacl writes it
+		return unix.Setxattr(args[0], "system.posix_acl_access", posixACL0755, 0), true
+	case "removeacl":
+		return unix.Removexattr(args[0], "system.posix_acl_access"), true
 	case "link": // link <old> <new>
 		return unix.Link(args[0], args[1]), true
 	case "rename": // rename <old> <new>
@@ -46,6 +50,15 @@ func fileOp(op string, args []string) (err error, ok bool) {
 		return unix.Connect(fd, sa), true
 	}
 	return nil, false
+}
+
+// posixACL0755 is the xattr form of the ACL u::rwx,g::r-x,o::r-x: version
+// 2, then {tag, perm, id} per entry.
+var posixACL0755 = []byte{
+	2, 0, 0, 0,
+	0x01, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, // ACL_USER_OBJ
+	0x04, 0, 5, 0, 0xff, 0xff, 0xff, 0xff, // ACL_GROUP_OBJ
+	0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff, // ACL_OTHER
 }
 
 // unixSocket binds a socket of type typ at path, listening when it is a
@@ -85,7 +98,7 @@ func TestLSMFileRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_link",
+	for _, want := range []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl", "lsm/inode_link",
 		"lsm/inode_rename", "lsm/unix_stream_connect", "lsm/unix_may_send"} {
 		if !slices.Contains(att, want) {
 			t.Errorf("%s is not attached: %q", want, att)
@@ -170,6 +183,24 @@ func TestLSMFileRoutes(t *testing.T) {
 		inA.expect(t, "EACCES", "removexattr", denied)
 		event(HookLSMInodeRemovexattr, deniedIno, "")
 		notDenied(host, "removexattr", denied)
+	})
+
+	// ACLs have hooks of their own since 6.2; before, the programs are
+	// attached to inode_setxattr and inode_removexattr, whose programs
+	// run first and report.
+	t.Run("inode_set_acl", func(t *testing.T) {
+		inA.expect(t, "EACCES", "setacl", denied)
+		inA.expect(t, "EACCES", "setacl", roFile)
+		inA.expect(t, "EACCES", "removeacl", late)
+		ev := drainUntil(t, k, func(e Event) bool {
+			return e.Zone == zoneA && e.Control == ControlFile && e.Verdict == VerdictDenied &&
+				(e.Hook == HookLSMInodeSetACL || e.Hook == HookLSMInodeSetxattr)
+		})
+		if ev.Ino != deniedIno {
+			t.Errorf("event: %+v", ev)
+		}
+		notDenied(inA, "setacl", free) // ok, or EOPNOTSUPP without ACLs
+		notDenied(host, "setacl", denied)
 	})
 
 	t.Run("inode_link", func(t *testing.T) {

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "da8707e925e8332f78edb2cc7455dcc9b8838c61852929f827a749d39733ac73"
+const rauhaObjectSHA256 = "39939aba37f97f4072f78f38aa0b0aa28d46aa67d141271814fb1507b98ec5aa"

@@ -114,6 +114,8 @@ const (
 	rauhaHookHOOK_LSM_INODE_RENAME      rauhaHook = 20
 	rauhaHookHOOK_LSM_UNIX_CONNECT      rauhaHook = 21
 	rauhaHookHOOK_LSM_UNIX_SEND         rauhaHook = 22
+	rauhaHookHOOK_LSM_INODE_SET_ACL     rauhaHook = 23
+	rauhaHookHOOK_LSM_INODE_REMOVE_ACL  rauhaHook = 24
 )
 
 type rauhaLimits uint32
@@ -202,8 +204,10 @@ const (
 	rauhaProgZoneFileMprotect      = "zone_file_mprotect"
 	rauhaProgZoneFileOpen          = "zone_file_open"
 	rauhaProgZoneInodeLink         = "zone_inode_link"
+	rauhaProgZoneInodeRemoveAcl    = "zone_inode_remove_acl"
 	rauhaProgZoneInodeRemovexattr  = "zone_inode_removexattr"
 	rauhaProgZoneInodeRename       = "zone_inode_rename"
+	rauhaProgZoneInodeSetAcl       = "zone_inode_set_acl"
 	rauhaProgZoneInodeSetattr      = "zone_inode_setattr"
 	rauhaProgZoneInodeSetxattr     = "zone_inode_setxattr"
 	rauhaProgZoneMmapFile          = "zone_mmap_file"
@@ -270,8 +274,10 @@ type rauhaProgramSpecs struct {
 	ZoneFileMprotect      *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
 	ZoneFileOpen          *ebpf.ProgramSpec `ebpf:"zone_file_open"`
 	ZoneInodeLink         *ebpf.ProgramSpec `ebpf:"zone_inode_link"`
+	ZoneInodeRemoveAcl    *ebpf.ProgramSpec `ebpf:"zone_inode_remove_acl"`
 	ZoneInodeRemovexattr  *ebpf.ProgramSpec `ebpf:"zone_inode_removexattr"`
 	ZoneInodeRename       *ebpf.ProgramSpec `ebpf:"zone_inode_rename"`
+	ZoneInodeSetAcl       *ebpf.ProgramSpec `ebpf:"zone_inode_set_acl"`
 	ZoneInodeSetattr      *ebpf.ProgramSpec `ebpf:"zone_inode_setattr"`
 	ZoneInodeSetxattr     *ebpf.ProgramSpec `ebpf:"zone_inode_setxattr"`
 	ZoneMmapFile          *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
@@ -377,8 +383,10 @@ type rauhaPrograms struct {
 	ZoneFileMprotect      *ebpf.Program `ebpf:"zone_file_mprotect"`
 	ZoneFileOpen          *ebpf.Program `ebpf:"zone_file_open"`
 	ZoneInodeLink         *ebpf.Program `ebpf:"zone_inode_link"`
+	ZoneInodeRemoveAcl    *ebpf.Program `ebpf:"zone_inode_remove_acl"`
 	ZoneInodeRemovexattr  *ebpf.Program `ebpf:"zone_inode_removexattr"`
 	ZoneInodeRename       *ebpf.Program `ebpf:"zone_inode_rename"`
+	ZoneInodeSetAcl       *ebpf.Program `ebpf:"zone_inode_set_acl"`
 	ZoneInodeSetattr      *ebpf.Program `ebpf:"zone_inode_setattr"`
 	ZoneInodeSetxattr     *ebpf.Program `ebpf:"zone_inode_setxattr"`
 	ZoneMmapFile          *ebpf.Program `ebpf:"zone_mmap_file"`
@@ -403,8 +411,10 @@ func (p *rauhaPrograms) Close() error {
 		p.ZoneFileMprotect,
 		p.ZoneFileOpen,
 		p.ZoneInodeLink,
+		p.ZoneInodeRemoveAcl,
 		p.ZoneInodeRemovexattr,
 		p.ZoneInodeRename,
+		p.ZoneInodeSetAcl,
 		p.ZoneInodeSetattr,
 		p.ZoneInodeSetxattr,
 		p.ZoneMmapFile,

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "bfc62f7970f96fe4290f17d9726d024a10c6f40f250b9f8d0408d5d9dfe9914d"
+const rauhaObjectSHA256 = "5f2bb723947f7a0d3be9990450673bd7fbb752ebff59acf060fc282367793417"

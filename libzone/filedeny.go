@@ -364,7 +364,7 @@ var fileRoutes = []struct {
 	programs []string
 	denyOnly bool
 }{
-	{"file metadata", "chmod, chown, utimensat, truncate and xattr changes", []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr"}, false},
+	{"file metadata", "chmod, chown, utimensat, truncate, xattr and ACL changes", []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl"}, false},
 	{"file names", "new hard links to and renames of listed inodes", []string{"lsm/inode_link", "lsm/inode_rename"}, false},
 	{"file handles", "open_by_handle_at (judged by inode at open)", []string{"lsm/file_open"}, true},
 	{"unix sockets", "connect and send to a socket bound in a denied path", []string{"lsm/unix_stream_connect", "lsm/unix_may_send"}, true},

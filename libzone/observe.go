@@ -221,6 +221,8 @@ var fileHookOps = map[bpf.Hook]string{
 	bpf.HookLSMInodeRename:      "rename",
 	bpf.HookLSMUnixConnect:      "unix connect",
 	bpf.HookLSMUnixSend:         "unix send",
+	bpf.HookLSMInodeSetACL:      "set acl",
+	bpf.HookLSMInodeRemoveACL:   "remove acl",
 }
 
 // packetObject names a packet the egress packet program dropped: "packet
