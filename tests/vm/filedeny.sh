@@ -54,6 +54,9 @@ while :; do
 done
 IN
 chmod +x $B/rootfs/loop.sh
+# For the file routes (file_routes below): the helper and the mount point.
+mkdir -p $B/rootfs/meta
+[ -x "${FILEATTACK:-/payload/bin/fileattack}" ] && cp "${FILEATTACK:-/payload/bin/fileattack}" $B/rootfs/bin/fileattack
 rootpath=rootfs
 if [ "${FILEDENY_OVERLAY:-0}" = 1 ]; then
 	mkdir -p /tmp/ov/upper /tmp/ov/work /tmp/ov/merged
@@ -186,9 +189,9 @@ check "the init is still the same process" sh -c "[ \"\$($RT --root $R state c1 
 # made below the denied directory after the container started are too.
 file_routes() {
 	local Z2=fm B2=/tmp/fmbundle M=/tmp/fdmeta tool=${FILEATTACK:-/payload/bin/fileattack}
-	[ -x "$tool" ] || { bad "file routes: no fileattack helper at $tool"; return; }
-	mkdir -p $M/ro/sub $M/w/private $B2 $B/rootfs/meta
-	cp "$tool" $B/rootfs/bin/fileattack
+	[ -x $B/rootfs/bin/fileattack ] || { bad "file routes: no fileattack helper at $tool"; return; }
+	rm -rf $M $B2 # a fresh tree: the script runs twice in one guest (FILEDENY_OVERLAY)
+	mkdir -p $M/ro/sub $M/w/private $B2
 	echo secret >$M/w/secret
 	echo ro >$M/ro/sub/file
 	echo key >$M/w/private/key
