@@ -12,17 +12,24 @@ package libzone
 //     lists (Landlock has none).
 //
 // Allow-lists (writable_paths, read_only, exec.allow) stay Landlock rules on
-// both backends: an inode map cannot say "everything but these".
+// both backends: an inode map cannot say "everything but these". read_only
+// paths also go into the map (FileChange) for what Landlock does not judge:
+// metadata changes, xattrs, ACLs and new names (bpf/lsmfile.bpf.h). Denied
+// inodes are closed to those too, and to connect() when they are sockets.
 //
 // The kernel keys by inode, so every deny path is resolved inside each
 // running member's root (/proc/<pid>/root, openat2 RESOLVE_IN_ROOT: a
 // symlink cannot lead out of the container) when the member joins (its init
 // exists, its mounts are done, no user code has run) and on every policy
-// push. A directory is a tree: the directory and every inode below it at
-// that moment are denied. Known limits (docs/policy.md "Paths"): files
-// created in a denied directory, or at a denied path that did not exist,
-// after the last resolution are not denied until the next push ("rauha zone
-// update" or "zone reconcile"); an inode is denied wherever it is linked.
+// push. A denied directory is a tree: the directory and every inode below
+// it at that moment are listed, so their hard links elsewhere are denied
+// too; a read_only directory is listed alone. When a list holds a
+// directory, the kernel also walks up from every inode it judges to the
+// listed directories, so files made below one after the last resolution
+// are covered. Known limits (docs/policy.md "Paths"): a file created at a
+// denied path that did not exist at the last resolution is not denied
+// until the next push ("rauha zone update" or "zone reconcile"); an inode
+// is denied wherever it is linked.
 
 import (
 	"encoding/json"
