@@ -65,6 +65,16 @@ const (
 	HookLSMFileFcntl = Hook(rauhaHookHOOK_LSM_FILE_FCNTL)
 	HookLSMFileIoctl = Hook(rauhaHookHOOK_LSM_FILE_IOCTL)
 	HookSkbIngress   = Hook(rauhaHookHOOK_SKB_INGRESS)
+	// File rules beyond open and exec (lsmfile.bpf.h).
+	HookLSMInodeSetattr     = Hook(rauhaHookHOOK_LSM_INODE_SETATTR)
+	HookLSMInodeSetxattr    = Hook(rauhaHookHOOK_LSM_INODE_SETXATTR)
+	HookLSMInodeRemovexattr = Hook(rauhaHookHOOK_LSM_INODE_REMOVEXATTR)
+	HookLSMInodeLink        = Hook(rauhaHookHOOK_LSM_INODE_LINK)
+	HookLSMInodeRename      = Hook(rauhaHookHOOK_LSM_INODE_RENAME)
+	HookLSMUnixConnect      = Hook(rauhaHookHOOK_LSM_UNIX_CONNECT)
+	HookLSMUnixSend         = Hook(rauhaHookHOOK_LSM_UNIX_SEND)
+	HookLSMInodeSetACL      = Hook(rauhaHookHOOK_LSM_INODE_SET_ACL)
+	HookLSMInodeRemoveACL   = Hook(rauhaHookHOOK_LSM_INODE_REMOVE_ACL)
 )
 
 var hookNames = map[Hook]string{
@@ -77,7 +87,12 @@ var hookNames = map[Hook]string{
 	HookLSMMmapFile: "lsm/mmap_file", HookLSMFileMprotect: "lsm/file_mprotect",
 	HookSkbEgress: "cgroup_skb/egress", HookLSMFileSendSigiotask: "lsm/file_send_sigiotask",
 	HookLSMFileFcntl: "lsm/file_fcntl", HookLSMFileIoctl: "lsm/file_ioctl",
-	HookSkbIngress: "cgroup_skb/ingress",
+	HookSkbIngress:      "cgroup_skb/ingress",
+	HookLSMInodeSetattr: "lsm/inode_setattr", HookLSMInodeSetxattr: "lsm/inode_setxattr",
+	HookLSMInodeRemovexattr: "lsm/inode_removexattr", HookLSMInodeLink: "lsm/inode_link",
+	HookLSMInodeRename: "lsm/inode_rename", HookLSMUnixConnect: "lsm/unix_stream_connect",
+	HookLSMUnixSend: "lsm/unix_may_send", HookLSMInodeSetACL: "lsm/inode_set_acl",
+	HookLSMInodeRemoveACL: "lsm/inode_remove_acl",
 }
 
 func (h Hook) String() string {

@@ -255,6 +255,9 @@ func helperOp(op string, args []string) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return nil
 	}
+	if err, ok := fileOp(op, args); ok {
+		return err
+	}
 	return fmt.Errorf("unknown operation %q", op)
 }
 

@@ -6,7 +6,10 @@
 // Two backends share one set of maps:
 //   - bpf-lsm: LSM programs on file_open, bprm_check_security,
 //     ptrace_access_check, task_kill, socket_connect, socket_sendmsg and
-//     capable, plus a cgroup-escape guard inside file_open;
+//     capable, plus a cgroup-escape guard inside file_open; the deny list
+//     also on inode_setattr, inode_setxattr, inode_removexattr,
+//     inode_set_acl, inode_remove_acl, inode_link, inode_rename,
+//     unix_stream_connect and unix_may_send;
 //   - fallback, for kernels that refuse LSM programs (Landlock enforces files,
 //     exec and signals there): cgroup/connect4|6 and cgroup/sendmsg4|6 on
 //     every member's cgroup for the egress allow-list;
@@ -48,6 +51,7 @@ import (
 	"strconv"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -61,6 +65,9 @@ type hookProgram struct {
 	shared    bool   // part of both backends (lsm is ignored)
 	perMember bool   // attached to every member's cgroup, else once globally
 	attach    ebpf.AttachType
+	// fallback: the LSM hook to attach to on kernels without the
+	// program's own, one that does its work there.
+	fallback string
 }
 
 var hookPrograms = []hookProgram{
@@ -85,6 +92,44 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneFileSetFowner, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneFileFree, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneFileSendSigiotask, lsm: true, attach: ebpf.AttachLSMMac},
+
+	// File rules beyond open and exec (lsmfile.bpf.h).
+	{name: rauhaProgZoneInodeSetattr, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeSetxattr, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeRemovexattr, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeLink, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeRename, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneUnixStreamConnect, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneUnixMaySend, lsm: true, attach: ebpf.AttachLSMMac},
+	// ACLs went through inode_setxattr and inode_removexattr before 6.2.
+	{name: rauhaProgZoneInodeSetAcl, lsm: true, attach: ebpf.AttachLSMMac, fallback: "inode_setxattr"},
+	{name: rauhaProgZoneInodeRemoveAcl, lsm: true, attach: ebpf.AttachLSMMac, fallback: "inode_removexattr"},
+}
+
+// fallbackHooks attaches the programs of spec whose LSM hook the kernel
+// lacks to their fallback hook.
+func fallbackHooks(spec *ebpf.CollectionSpec) error {
+	var kernel *btf.Spec
+	for _, p := range hookPrograms {
+		ps := spec.Programs[p.name]
+		if p.fallback == "" || ps == nil {
+			continue
+		}
+		if kernel == nil {
+			var err error
+			if kernel, err = btf.LoadKernelSpec(); err != nil {
+				return fmt.Errorf("read the kernel's BTF: %w", err)
+			}
+		}
+		var fn *btf.Func
+		err := kernel.TypeByName("bpf_lsm_"+ps.AttachTo, &fn)
+		if errors.Is(err, btf.ErrNotFound) {
+			ps.AttachTo = p.fallback
+		} else if err != nil {
+			return fmt.Errorf("look up LSM hook %s in the kernel's BTF: %w", ps.AttachTo, err)
+		}
+	}
+	return nil
 }
 
 // backendPrograms are the programs a backend installs.
@@ -207,6 +252,9 @@ func open(pinDir, root string, lsm bool, obj object) (_ *Kernel, err error) {
 		if !want[name] {
 			delete(spec.Programs, name)
 		}
+	}
+	if err := fallbackHooks(spec); err != nil {
+		return nil, err
 	}
 	// A kernel booted without bpf in lsm= loads and attaches LSM programs
 	// but never runs them: Attached() would list hooks that enforce nothing.

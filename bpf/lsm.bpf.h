@@ -12,6 +12,7 @@
 #define RAUHA_LSM_BPF_H
 
 #include "common.bpf.h"
+#include "lsmfile.bpf.h"
 
 #define FMODE_WRITE 0x2
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -20,32 +21,13 @@
 #define CAP_OPT_NOAUDIT (1u << 1)
 #define PROT_EXEC 0x4
 
+/* open and exec of an inode in the deny list, by any name or handle
+ * (lsmfile.bpf.h). */
 static __always_inline int file_denied(__u32 zone, struct file *file, __u32 bit, __u16 control,
 				       __u16 hook)
 {
-	struct counters *c = counters_of(zone);
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
-	struct file_key k = {
-		.zone = zone,
-		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
-		.ino = BPF_CORE_READ(inode, i_ino),
-	};
-
-	count_check(c, control);
-	__u32 *mask = bpf_map_lookup_elem(&file_deny, &k);
-	if (!mask || !(*mask & bit))
-		return 0;
-
-	struct policy p;
-	struct event *e;
-	load_policy(zone, &p);
-	int ret = deny(zone, &p, c, control, hook, EACCES, &e);
-	if (e) {
-		e->dev = k.dev;
-		e->arg = k.ino;
-		bpf_ringbuf_submit(e, 0);
-	}
-	return ret;
+	return inode_denied(zone, BPF_CORE_READ(file, f_inode), BPF_CORE_READ(file, f_path.dentry),
+			    (__u64)BPF_CORE_READ(file, f_path.mnt), bit, control, hook);
 }
 
 /*

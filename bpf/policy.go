@@ -40,6 +40,9 @@ type FileAccess uint32
 const (
 	FileOpen = FileAccess(rauhaFileAccessFILE_DENY_OPEN)
 	FileExec = FileAccess(rauhaFileAccessFILE_DENY_EXEC)
+	// FileChange denies metadata changes (chmod, chown, utimes, truncate,
+	// xattrs) and new names (link, rename): read_only. FileOpen implies it.
+	FileChange = FileAccess(rauhaFileAccessFILE_DENY_CHANGE)
 )
 
 // FileDeny denies access to one inode. Dev is the st_dev stat(2) reports
@@ -77,6 +80,11 @@ type ZonePolicy struct {
 	ZonesRestricted bool
 	NetPeers        []uint32
 	FileDenies      []FileDeny
+	// FileTrees: some FileDenies are directories, whose bits hold for
+	// everything below them. Every file check of the zone then walks up
+	// the directories above the inode it judges, which also covers files
+	// created below a denied directory after FileDenies was resolved.
+	FileTrees bool
 }
 
 // Normalize returns p in the form PolicyOf returns: prefixes masked and
@@ -153,8 +161,8 @@ func (p ZonePolicy) validate(zone uint32) error {
 		}
 	}
 	for _, f := range p.FileDenies {
-		if f.Mask == 0 || f.Mask&^(FileOpen|FileExec) != 0 {
-			return fmt.Errorf("zone %d file deny %d:%d: mask %#x is not a combination of FileOpen and FileExec", zone, f.Dev, f.Ino, f.Mask)
+		if f.Mask == 0 || f.Mask&^(FileOpen|FileExec|FileChange) != 0 {
+			return fmt.Errorf("zone %d file deny %d:%d: mask %#x is not a combination of FileOpen, FileExec and FileChange", zone, f.Dev, f.Ino, f.Mask)
 		}
 		if unix.Major(f.Dev) >= 1<<12 || unix.Minor(f.Dev) >= 1<<20 {
 			return fmt.Errorf("zone %d file deny: device %d:%d does not fit the kernel's dev_t", zone, unix.Major(f.Dev), unix.Minor(f.Dev))
@@ -201,6 +209,9 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	if p.ZonesRestricted {
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED)
 	}
+	if p.FileTrees {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_FILE_TREES)
+	}
 	for _, r := range p.Egress {
 		pf, _ := canonicalPrefix(r.Prefix)
 		if pf.Addr().Is4() {
@@ -234,6 +245,7 @@ func (s zoneState) zonePolicy() ZonePolicy {
 	p.DenyCrossZonePtrace = flags&uint32(rauhaPolicyFlagPOLICY_DENY_PTRACE) != 0
 	p.EgressRestricted = flags&uint32(rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED) != 0
 	p.ZonesRestricted = flags&uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED) != 0
+	p.FileTrees = flags&uint32(rauhaPolicyFlagPOLICY_FILE_TREES) != 0
 	p.CapDeny = s.policy.CapDeny
 	for k := range s.egress4 {
 		p.Egress = append(p.Egress, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom4(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})

@@ -29,6 +29,7 @@ enum policy_flag {
 	/* network.allowed_zones is set: traffic with other zones' members (both
 	 * directions) only with the zones whose PEER_NET entries this zone wrote */
 	POLICY_ZONES_RESTRICTED = 1 << 4,
+	POLICY_FILE_TREES = 1 << 5,        /* file_deny holds directories: judge what is below them */
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
@@ -45,10 +46,14 @@ enum peer_bit {
 	PEER_NET = 1 << 2, /* packets both ways between actor's and target's members */
 };
 
-/* file_deny value bits. */
+/*
+ * file_deny value bits. A directory's bits hold for everything below it.
+ * FILE_DENY_OPEN also denies what FILE_DENY_CHANGE does.
+ */
 enum file_access {
 	FILE_DENY_OPEN = 1 << 0,
 	FILE_DENY_EXEC = 1 << 1,
+	FILE_DENY_CHANGE = 1 << 2, /* read_only: no metadata change, no new name */
 };
 
 /* Controls: the index into the counter arrays and event.control. */
@@ -85,6 +90,15 @@ enum hook {
 	HOOK_LSM_FILE_FCNTL,
 	HOOK_LSM_FILE_IOCTL,
 	HOOK_SKB_INGRESS,
+	HOOK_LSM_INODE_SETATTR,
+	HOOK_LSM_INODE_SETXATTR,
+	HOOK_LSM_INODE_REMOVEXATTR,
+	HOOK_LSM_INODE_LINK,
+	HOOK_LSM_INODE_RENAME,
+	HOOK_LSM_UNIX_CONNECT,
+	HOOK_LSM_UNIX_SEND,
+	HOOK_LSM_INODE_SET_ACL,
+	HOOK_LSM_INODE_REMOVE_ACL,
 };
 
 enum verdict {
@@ -171,8 +185,8 @@ enum skb_events {
 struct event {
 	__u64 ts_ns; /* CLOCK_BOOTTIME */
 	__u64 cgid;  /* cgroup-v2 id of the task */
-	__u64 arg;   /* file/exec: inode; signal: signo; ptrace: mode or request; capability: cap;
-		      * packet programs: IP protocol | PACKET_* flags */
+	__u64 arg;   /* file/exec: inode (a denied directory's when path is set); signal: signo; ptrace: mode or request;
+		      * capability: cap; packet programs: IP protocol | PACKET_* flags */
 	__u64 dev;   /* file/exec: kernel dev_t */
 	__u32 zone;
 	__u32 pid; /* thread id, initial pid namespace (a file's owner signal: the task that set the owner) */
@@ -189,7 +203,8 @@ struct event {
 	__u16 port;  /* egress: destination port, host byte order */
 	__u8 addr[16]; /* egress: destination, ingress: source (4 bytes used for AF_INET) */
 	char comm[COMM_LEN];
-	char path[PATH_LEN]; /* observer open/exec: the path argument as passed */
+	char path[PATH_LEN]; /* observer open/exec: the path argument as passed;
+			      * LSM file hooks: the name of a file denied by a directory above it */
 };
 
 /* Keeps the enums in the object's BTF for bpf2go -type. */

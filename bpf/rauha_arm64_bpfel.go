@@ -83,8 +83,9 @@ type rauhaEvent struct {
 type rauhaFileAccess uint32
 
 const (
-	rauhaFileAccessFILE_DENY_OPEN rauhaFileAccess = 1
-	rauhaFileAccessFILE_DENY_EXEC rauhaFileAccess = 2
+	rauhaFileAccessFILE_DENY_OPEN   rauhaFileAccess = 1
+	rauhaFileAccessFILE_DENY_EXEC   rauhaFileAccess = 2
+	rauhaFileAccessFILE_DENY_CHANGE rauhaFileAccess = 4
 )
 
 type rauhaFileKey struct {
@@ -116,6 +117,15 @@ const (
 	rauhaHookHOOK_LSM_FILE_FCNTL          rauhaHook = 17
 	rauhaHookHOOK_LSM_FILE_IOCTL          rauhaHook = 18
 	rauhaHookHOOK_SKB_INGRESS             rauhaHook = 19
+	rauhaHookHOOK_LSM_INODE_SETATTR       rauhaHook = 20
+	rauhaHookHOOK_LSM_INODE_SETXATTR      rauhaHook = 21
+	rauhaHookHOOK_LSM_INODE_REMOVEXATTR   rauhaHook = 22
+	rauhaHookHOOK_LSM_INODE_LINK          rauhaHook = 23
+	rauhaHookHOOK_LSM_INODE_RENAME        rauhaHook = 24
+	rauhaHookHOOK_LSM_UNIX_CONNECT        rauhaHook = 25
+	rauhaHookHOOK_LSM_UNIX_SEND           rauhaHook = 26
+	rauhaHookHOOK_LSM_INODE_SET_ACL       rauhaHook = 27
+	rauhaHookHOOK_LSM_INODE_REMOVE_ACL    rauhaHook = 28
 )
 
 type rauhaLimits uint32
@@ -169,6 +179,7 @@ const (
 	rauhaPolicyFlagPOLICY_DENY_PTRACE       rauhaPolicyFlag = 4
 	rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED rauhaPolicyFlag = 8
 	rauhaPolicyFlagPOLICY_ZONES_RESTRICTED  rauhaPolicyFlag = 16
+	rauhaPolicyFlagPOLICY_FILE_TREES        rauhaPolicyFlag = 32
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
@@ -237,11 +248,20 @@ const (
 	rauhaProgZoneFileOpen          = "zone_file_open"
 	rauhaProgZoneFileSendSigiotask = "zone_file_send_sigiotask"
 	rauhaProgZoneFileSetFowner     = "zone_file_set_fowner"
+	rauhaProgZoneInodeLink         = "zone_inode_link"
+	rauhaProgZoneInodeRemoveAcl    = "zone_inode_remove_acl"
+	rauhaProgZoneInodeRemovexattr  = "zone_inode_removexattr"
+	rauhaProgZoneInodeRename       = "zone_inode_rename"
+	rauhaProgZoneInodeSetAcl       = "zone_inode_set_acl"
+	rauhaProgZoneInodeSetattr      = "zone_inode_setattr"
+	rauhaProgZoneInodeSetxattr     = "zone_inode_setxattr"
 	rauhaProgZoneMmapFile          = "zone_mmap_file"
 	rauhaProgZonePtrace            = "zone_ptrace"
 	rauhaProgZoneSocketConnect     = "zone_socket_connect"
 	rauhaProgZoneSocketSendmsg     = "zone_socket_sendmsg"
 	rauhaProgZoneTaskKill          = "zone_task_kill"
+	rauhaProgZoneUnixMaySend       = "zone_unix_may_send"
+	rauhaProgZoneUnixStreamConnect = "zone_unix_stream_connect"
 	rauhaVarUnusedEnums            = "unused_enums"
 	rauhaVarUnusedEvent            = "unused_event"
 )
@@ -304,11 +324,20 @@ type rauhaProgramSpecs struct {
 	ZoneFileOpen          *ebpf.ProgramSpec `ebpf:"zone_file_open"`
 	ZoneFileSendSigiotask *ebpf.ProgramSpec `ebpf:"zone_file_send_sigiotask"`
 	ZoneFileSetFowner     *ebpf.ProgramSpec `ebpf:"zone_file_set_fowner"`
+	ZoneInodeLink         *ebpf.ProgramSpec `ebpf:"zone_inode_link"`
+	ZoneInodeRemoveAcl    *ebpf.ProgramSpec `ebpf:"zone_inode_remove_acl"`
+	ZoneInodeRemovexattr  *ebpf.ProgramSpec `ebpf:"zone_inode_removexattr"`
+	ZoneInodeRename       *ebpf.ProgramSpec `ebpf:"zone_inode_rename"`
+	ZoneInodeSetAcl       *ebpf.ProgramSpec `ebpf:"zone_inode_set_acl"`
+	ZoneInodeSetattr      *ebpf.ProgramSpec `ebpf:"zone_inode_setattr"`
+	ZoneInodeSetxattr     *ebpf.ProgramSpec `ebpf:"zone_inode_setxattr"`
 	ZoneMmapFile          *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
 	ZonePtrace            *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
 	ZoneSocketConnect     *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg     *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
 	ZoneTaskKill          *ebpf.ProgramSpec `ebpf:"zone_task_kill"`
+	ZoneUnixMaySend       *ebpf.ProgramSpec `ebpf:"zone_unix_may_send"`
+	ZoneUnixStreamConnect *ebpf.ProgramSpec `ebpf:"zone_unix_stream_connect"`
 }
 
 // rauhaMapSpecs contains maps before they are loaded into the kernel.
@@ -422,11 +451,20 @@ type rauhaPrograms struct {
 	ZoneFileOpen          *ebpf.Program `ebpf:"zone_file_open"`
 	ZoneFileSendSigiotask *ebpf.Program `ebpf:"zone_file_send_sigiotask"`
 	ZoneFileSetFowner     *ebpf.Program `ebpf:"zone_file_set_fowner"`
+	ZoneInodeLink         *ebpf.Program `ebpf:"zone_inode_link"`
+	ZoneInodeRemoveAcl    *ebpf.Program `ebpf:"zone_inode_remove_acl"`
+	ZoneInodeRemovexattr  *ebpf.Program `ebpf:"zone_inode_removexattr"`
+	ZoneInodeRename       *ebpf.Program `ebpf:"zone_inode_rename"`
+	ZoneInodeSetAcl       *ebpf.Program `ebpf:"zone_inode_set_acl"`
+	ZoneInodeSetattr      *ebpf.Program `ebpf:"zone_inode_setattr"`
+	ZoneInodeSetxattr     *ebpf.Program `ebpf:"zone_inode_setxattr"`
 	ZoneMmapFile          *ebpf.Program `ebpf:"zone_mmap_file"`
 	ZonePtrace            *ebpf.Program `ebpf:"zone_ptrace"`
 	ZoneSocketConnect     *ebpf.Program `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg     *ebpf.Program `ebpf:"zone_socket_sendmsg"`
 	ZoneTaskKill          *ebpf.Program `ebpf:"zone_task_kill"`
+	ZoneUnixMaySend       *ebpf.Program `ebpf:"zone_unix_may_send"`
+	ZoneUnixStreamConnect *ebpf.Program `ebpf:"zone_unix_stream_connect"`
 }
 
 func (p *rauhaPrograms) Close() error {
@@ -447,11 +485,20 @@ func (p *rauhaPrograms) Close() error {
 		p.ZoneFileOpen,
 		p.ZoneFileSendSigiotask,
 		p.ZoneFileSetFowner,
+		p.ZoneInodeLink,
+		p.ZoneInodeRemoveAcl,
+		p.ZoneInodeRemovexattr,
+		p.ZoneInodeRename,
+		p.ZoneInodeSetAcl,
+		p.ZoneInodeSetattr,
+		p.ZoneInodeSetxattr,
 		p.ZoneMmapFile,
 		p.ZonePtrace,
 		p.ZoneSocketConnect,
 		p.ZoneSocketSendmsg,
 		p.ZoneTaskKill,
+		p.ZoneUnixMaySend,
+		p.ZoneUnixStreamConnect,
 	)
 }
 

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "ad1e8331c966a2bf5dd2bfd0d893b36eae12eb44dbbc984a7305b950212849a1"
+const rauhaObjectSHA256 = "1a44e871a1d23513c6b954c04716a93d0aa5338ab79767dc5c084c15caf03dff"

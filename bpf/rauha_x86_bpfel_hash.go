@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "ed3cda65e4e4dfa3f84f2c71ee08960e1234676872852cb7e110a2dd2bbc1015"
+const rauhaObjectSHA256 = "3c1c2d2bed045f1cd79bac9015c8251e5221402641e489f5798e2645f2163114"

@@ -40,6 +40,8 @@ if [ "$matrix" = 1 ]; then
 	cp "$repo/tests/vm/matrix.sh" "$repo/tests/vm/filedeny.sh" "$payload/bin/"
 	# matrix.sh puts it into its containers: signals by other routes than kill(2).
 	(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$payload/bin/sigsend" ./tests/bats/helpers/sigsend)
+	# filedeny.sh's file routes: xattrs and unix sockets, which busybox lacks.
+	(cd "$repo" && CGO_ENABLED=0 go build -o "$payload/bin/fileattack" ./tests/bats/helpers/fileattack)
 fi
 
 kernels=("$@")

@@ -436,15 +436,17 @@ func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
 	if err == nil {
 		err = ke.verifyFileDenies(&z.Policy, members, &want)
 	}
+	var kernel *bpf.ZonePolicy
 	if err != nil {
 		r.Add("kernel policy", false, "%v", err)
 	} else if got, err := ke.k.PolicyOf(z.ID); err != nil {
 		r.Add("kernel policy", false, "read zone %d from the kernel: %v", z.ID, err)
-	} else if !got.Equal(want) {
+	} else if kernel = &got; !got.Equal(want) {
 		r.Add("kernel policy", false, "the kernel holds %+v, the stored policy (generation %d) asks for %+v: run 'rauha zone reconcile'", got.Normalize(), z.Generation, want.Normalize())
 	} else {
 		r.Add("kernel policy", true, "kernel maps equal the stored policy (generation %d)", z.Generation)
 	}
+	ke.verifyFileRoutes(&z.Policy, attached, kernel, &want, r)
 	regs, err := ke.k.Members()
 	if err != nil {
 		r.Add("members registered", false, "%v", err)

@@ -118,6 +118,13 @@ type KernelEvent struct {
 	// inode alone: Object then names the inode, and the engine puts the
 	// policy path that denied it in its place where it knows one.
 	Inode string
+	// Below is set when a bpf-lsm hook denied a file below a listed
+	// directory: Inode is the directory's, Below the file's name, and the
+	// engine names it "DIR/…/NAME".
+	Below string
+	// Op is what a bpf-lsm file hook beyond open and exec denied
+	// ("setattr", "unix connect"): it goes before the named object.
+	Op string
 	// Outcome ends the object: what the task got, " (permission denied)",
 	// or "".
 	Outcome string

@@ -12,17 +12,24 @@ package libzone
 //     lists (Landlock has none).
 //
 // Allow-lists (writable_paths, read_only, exec.allow) stay Landlock rules on
-// both backends: an inode map cannot say "everything but these".
+// both backends: an inode map cannot say "everything but these". read_only
+// paths also go into the map (FileChange) for what Landlock does not judge:
+// metadata changes, xattrs, ACLs and new names (bpf/lsmfile.bpf.h). Denied
+// inodes are closed to those too, and to connect() when they are sockets.
 //
 // The kernel keys by inode, so every deny path is resolved inside each
 // running member's root (/proc/<pid>/root, openat2 RESOLVE_IN_ROOT: a
 // symlink cannot lead out of the container) when the member joins (its init
 // exists, its mounts are done, no user code has run) and on every policy
-// push. A directory is a tree: the directory and every inode below it at
-// that moment are denied. Known limits (docs/policy.md "Paths"): files
-// created in a denied directory, or at a denied path that did not exist,
-// after the last resolution are not denied until the next push ("rauha zone
-// update" or "zone reconcile"); an inode is denied wherever it is linked.
+// push. A denied directory is a tree: the directory and every inode below
+// it at that moment are listed, so their hard links elsewhere are denied
+// too; a read_only directory is listed alone. When a list holds a
+// directory, the kernel also walks up from every inode it judges to the
+// listed directories, so files made below one after the last resolution
+// are covered. Known limits (docs/policy.md "Paths"): a file created at a
+// denied path that did not exist at the last resolution is not denied
+// until the next push ("rauha zone update" or "zone reconcile"); an inode
+// is denied wherever it is linked.
 
 import (
 	"encoding/json"
@@ -30,6 +37,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,7 +104,7 @@ func (ke *kernelEnforcer) setPolicy(z *ResolvedZone, kp bpf.ZonePolicy) (DenyPat
 	var paths DenyPaths
 	if ke.k.LSM() {
 		var err error
-		if kp.FileDenies, paths, err = fileDenies(&z.Policy, z.Members); err != nil {
+		if paths, err = fileDenies(&z.Policy, z.Members, &kp); err != nil {
 			return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 		}
 	}
@@ -110,7 +118,7 @@ func (ke *kernelEnforcer) setPolicy(z *ResolvedZone, kp bpf.ZonePolicy) (DenyPat
 // before its cgroup becomes a member (see Enforcer.RefreshDenies); z is the
 // zone as stored, the rest of the kernel policy is kept as it is.
 func (ke *kernelEnforcer) RefreshDenies(z *zone.Zone, members []zone.Container) (DenyPaths, error) {
-	if !ke.k.LSM() || !hasDenyLists(&z.Policy) {
+	if !ke.k.LSM() || !hasInodeRules(&z.Policy) {
 		return nil, nil
 	}
 	kp, err := ke.k.PolicyOf(z.ID)
@@ -118,7 +126,7 @@ func (ke *kernelEnforcer) RefreshDenies(z *zone.Zone, members []zone.Container) 
 		return nil, fmt.Errorf("zone %s: read the kernel policy: %w", z.Name, err)
 	}
 	var paths DenyPaths
-	if kp.FileDenies, paths, err = fileDenies(&z.Policy, members); err != nil {
+	if paths, err = fileDenies(&z.Policy, members, &kp); err != nil {
 		return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 	}
 	if err := ke.k.SetPolicy(z.ID, kp); err != nil {
@@ -127,10 +135,11 @@ func (ke *kernelEnforcer) RefreshDenies(z *zone.Zone, members []zone.Container) 
 	return paths, nil
 }
 
-// hasDenyLists reports whether p denies any path (bpf-lsm denies them by
-// inode).
-func hasDenyLists(p *zone.Policy) bool {
-	return len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0
+// hasInodeRules reports whether p has rules the bpf-lsm backend keeps in
+// the inode list: the deny lists, and read_only (for metadata and names,
+// which Landlock does not judge).
+func hasInodeRules(p *zone.Policy) bool {
+	return len(p.Filesystem.Deny)+len(p.Exec.Deny)+len(p.Filesystem.ReadOnly) > 0
 }
 
 // verifyFileDenies adds to want what Apply would push for these members.
@@ -138,8 +147,7 @@ func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Contai
 	if !ke.k.LSM() {
 		return nil
 	}
-	denies, _, err := fileDenies(p, members)
-	want.FileDenies = denies
+	_, err := fileDenies(p, members, want)
 	return err
 }
 
@@ -159,15 +167,20 @@ func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]DenyPaths {
 	return out
 }
 
-// fileDenies resolves p's deny lists in every running member's root.
-// Members without a live process are skipped: they run nothing to deny.
-func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, DenyPaths, error) {
+// fileDenies resolves p's deny and read_only lists in every running
+// member's root into kp's FileDenies and FileTrees. Members without a live
+// process are skipped: they run nothing to deny. A denied directory is
+// listed with every inode below it (their other names, hard links made
+// elsewhere, are denied too); a read_only directory only itself: the
+// kernel's walk up from an inode finds it, and Landlock keeps new names
+// from being made below it.
+func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy) (DenyPaths, error) {
 	paths := DenyPaths{}
-	if !hasDenyLists(p) {
-		return nil, paths, nil
+	kp.FileDenies, kp.FileTrees = nil, false
+	if !hasInodeRules(p) {
+		return paths, nil
 	}
 	seen := map[string]bool{}
-	var out []bpf.FileDeny
 	for _, m := range members {
 		pid := memberPid(&m)
 		if pid == 0 || seen[m.ID] {
@@ -178,11 +191,11 @@ func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, DenyP
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
 			continue // exited meanwhile
 		} else if err != nil {
-			return nil, nil, fmt.Errorf("container %s: open %s: %w", m.ID, procRoot(pid), err)
+			return nil, fmt.Errorf("container %s: open %s: %w", m.ID, procRoot(pid), err)
 		}
 		budget := maxDenyInodes
 		add := func(dev, ino uint64, mask bpf.FileAccess, path string) {
-			out = append(out, bpf.FileDeny{Dev: dev, Ino: ino, Mask: mask})
+			kp.FileDenies = append(kp.FileDenies, bpf.FileDeny{Dev: dev, Ino: ino, Mask: mask})
 			if _, ok := paths[inodeKey(dev, ino)]; !ok {
 				paths[inodeKey(dev, ino)] = path
 			}
@@ -190,17 +203,20 @@ func fileDenies(p *zone.Policy, members []zone.Container) ([]bpf.FileDeny, DenyP
 		for _, l := range []struct {
 			paths []string
 			mask  bpf.FileAccess
-		}{{p.Filesystem.Deny, bpf.FileOpen}, {p.Exec.Deny, bpf.FileExec}} {
+			tree  bool // list every inode below a directory
+		}{{p.Filesystem.Deny, bpf.FileOpen, true}, {p.Exec.Deny, bpf.FileExec, true}, {p.Filesystem.ReadOnly, bpf.FileChange, false}} {
 			for _, path := range l.paths {
-				if err := denyPathInRoot(root, path, func(dev, ino uint64, at string) { add(dev, ino, l.mask, at) }, &budget); err != nil {
+				dir, err := denyPathInRoot(root, path, l.tree, func(dev, ino uint64, at string) { add(dev, ino, l.mask, at) }, &budget)
+				if err != nil {
 					unix.Close(root)
-					return nil, nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
+					return nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
 				}
+				kp.FileTrees = kp.FileTrees || dir
 			}
 		}
 		unix.Close(root)
 	}
-	return out, paths, nil
+	return paths, nil
 }
 
 // memberPid is a process of the member, 0 when none runs: the recorded init
@@ -229,33 +245,37 @@ func memberPid(c *zone.Container) int {
 }
 
 // denyPathInRoot calls add for the inode path names inside root (an open
-// directory), and for every inode below it when it is a directory. The path
-// is resolved as the container would (a final symlink is followed: exec and
-// open act on the target), but never leaves root. A path that does not
-// exist denies nothing.
-func denyPathInRoot(root int, path string, add func(dev, ino uint64, at string), budget *int) error {
+// directory), and, with tree, for every inode below it when it is a
+// directory; dir reports that it is one. The path is resolved as the
+// container would (a final symlink is followed: exec and open act on the
+// target), but never leaves root. A path that does not exist denies
+// nothing.
+func denyPathInRoot(root int, path string, tree bool, add func(dev, ino uint64, at string), budget *int) (dir bool, err error) {
 	fd, err := unix.Openat2(root, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return nil
+		return false, nil
 	} else if err != nil {
-		return fmt.Errorf("resolve in the container root: %w", err)
+		return false, fmt.Errorf("resolve in the container root: %w", err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("stat: %w", err)
+		return false, fmt.Errorf("stat: %w", err)
 	}
 	if err := spend(budget); err != nil {
-		return err
+		return false, err
 	}
 	add(st.Dev, st.Ino, path)
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil
+		return false, nil
 	}
-	return denyTree(fd, path, add, budget)
+	if !tree {
+		return true, nil
+	}
+	return true, denyTree(fd, path, add, budget)
 }
 
 func spend(budget *int) error {
@@ -306,4 +326,55 @@ func denyTree(dir int, at string, add func(dev, ino uint64, at string), budget *
 		}
 	}
 	return nil
+}
+
+// fileRoutes are the ways to reach or change an inode besides open and
+// exec, and the bpf-lsm programs that judge them against the inode list
+// (bpf/lsmfile.bpf.h). denyOnly: only a deny list closes it (read_only
+// says nothing about reading).
+var fileRoutes = []struct {
+	name     string
+	what     string
+	programs []string
+	denyOnly bool
+}{
+	{"file metadata", "chmod, chown, utimensat, truncate, xattr and ACL changes", []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl"}, false},
+	{"file names", "new hard links to and renames of listed inodes", []string{"lsm/inode_link", "lsm/inode_rename"}, false},
+	{"file handles", "open_by_handle_at (judged by inode at open)", []string{"lsm/file_open"}, true},
+	{"unix sockets", "connect and send to a socket bound in a denied path", []string{"lsm/unix_stream_connect", "lsm/unix_may_send"}, true},
+}
+
+// verifyFileRoutes adds a check per route of fileRoutes, and one for files
+// made below a listed directory after the list was resolved, on bpf-lsm
+// for a zone with inode rules. attached: the attached programs (nil when
+// unknown); kernel: the zone's policy as the kernel holds it.
+func (ke *kernelEnforcer) verifyFileRoutes(p *zone.Policy, attached []string, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy, r *zone.IsolationReport) {
+	if !ke.k.LSM() || !hasInodeRules(p) {
+		return
+	}
+	deny := len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0
+	for _, rt := range fileRoutes {
+		if rt.denyOnly && !deny {
+			continue
+		}
+		var missing []string
+		for _, prog := range rt.programs {
+			if !slices.Contains(attached, prog) {
+				missing = append(missing, prog)
+			}
+		}
+		if len(missing) > 0 {
+			r.Add(rt.name, false, "%s: %s not attached; run 'rauha zone reconcile'", rt.what, strings.Join(missing, ", "))
+		} else {
+			r.Add(rt.name, true, "%s: denied by %s", rt.what, strings.Join(rt.programs, ", "))
+		}
+	}
+	switch {
+	case !want.FileTrees:
+		r.Add("files below listed directories", true, "the deny and read_only lists name no directory")
+	case kernel == nil || !kernel.FileTrees:
+		r.Add("files below listed directories", false, "the kernel does not walk up from the inodes it judges: a file made below a listed directory since the last push is not covered; run 'rauha zone reconcile'")
+	default:
+		r.Add("files below listed directories", true, "every file check walks up to the listed directories: files made below them later are covered too")
+	}
 }

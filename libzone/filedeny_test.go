@@ -67,7 +67,7 @@ func TestDenyPathInRoot(t *testing.T) {
 		t.Helper()
 		got := map[string]string{}
 		budget := maxDenyInodes
-		err := denyPathInRoot(rootFD, path, func(dev, ino uint64, at string) { got[inodeKey(dev, ino)] = at }, &budget)
+		_, err := denyPathInRoot(rootFD, path, true, func(dev, ino uint64, at string) { got[inodeKey(dev, ino)] = at }, &budget)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -115,8 +115,16 @@ func TestDenyPathInRoot(t *testing.T) {
 	}
 
 	budget := 2
-	if err := denyPathInRoot(rootFD, "/secrets", func(uint64, uint64, string) {}, &budget); err == nil {
+	if _, err := denyPathInRoot(rootFD, "/secrets", true, func(uint64, uint64, string) {}, &budget); err == nil {
 		t.Errorf("a tree larger than the budget was accepted")
+	}
+
+	// Without tree (read_only), a directory is only itself, and says so.
+	got := map[string]string{}
+	budget = 2
+	dir, err := denyPathInRoot(rootFD, "/secrets", false, func(dev, ino uint64, at string) { got[inodeKey(dev, ino)] = at }, &budget)
+	if err != nil || !dir || len(got) != 1 || got[inodeOf(t, filepath.Join(root, "secrets"))] != "/secrets" {
+		t.Errorf("/secrets without tree: dir %v, %v, %v; want the directory alone", dir, got, err)
 	}
 }
 
@@ -148,7 +156,12 @@ func TestFileDeniesOfMembers(t *testing.T) {
 	p := &zone.Policy{}
 	p.Filesystem.Deny = []string{secret, filepath.Join(dir, "missing")}
 	p.Exec.Deny = []string{tool}
-	want := map[string]bpf.FileAccess{inodeOf(t, secret): bpf.FileOpen, inodeOf(t, tool): bpf.FileExec}
+	ro := filepath.Join(dir, "ro")
+	if err := os.MkdirAll(filepath.Join(ro, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Filesystem.ReadOnly = []string{ro}
+	want := map[string]bpf.FileAccess{inodeOf(t, secret): bpf.FileOpen, inodeOf(t, tool): bpf.FileExec, inodeOf(t, ro): bpf.FileChange}
 
 	cases := map[string][]zone.Container{
 		"recorded pid":          {{ID: "a", Pid: os.Getpid(), CgroupPath: cg}},
@@ -160,22 +173,32 @@ func TestFileDeniesOfMembers(t *testing.T) {
 		cases["pid from cgroup.procs"] = []zone.Container{{ID: "a", CgroupPath: cg}}
 	}
 	for name, members := range cases {
-		denies, paths, err := fileDenies(p, members)
+		var kp bpf.ZonePolicy
+		paths, err := fileDenies(p, members, &kp)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		if !kp.FileTrees {
+			t.Errorf("%s: the read_only directory did not set FileTrees", name)
+		}
 		got := map[string]bpf.FileAccess{}
-		for _, d := range denies {
+		for _, d := range kp.FileDenies {
 			got[inodeKey(d.Dev, d.Ino)] |= d.Mask
 		}
 		if !maps.Equal(got, want) {
 			t.Errorf("%s: denies %v, want %v", name, got, want)
 		}
-		if paths[inodeOf(t, secret)] != secret || paths[inodeOf(t, tool)] != tool || len(paths) != 2 {
+		if paths[inodeOf(t, secret)] != secret || paths[inodeOf(t, tool)] != tool || paths[inodeOf(t, ro)] != ro || len(paths) != 3 {
 			t.Errorf("%s: paths %v", name, paths)
 		}
 	}
-	if denies, _, err := fileDenies(p, []zone.Container{{ID: "new"}}); err != nil || len(denies) != 0 {
-		t.Errorf("a member without cgroup: %v, %v; want nothing", denies, err)
+	var kp bpf.ZonePolicy
+	if _, err := fileDenies(p, []zone.Container{{ID: "new"}}, &kp); err != nil || len(kp.FileDenies) != 0 || kp.FileTrees {
+		t.Errorf("a member without cgroup: %+v, %v; want nothing", kp, err)
+	}
+	// Files only: no walk.
+	p.Filesystem.ReadOnly = nil
+	if _, err := fileDenies(p, cases["recorded pid"], &kp); err != nil || kp.FileTrees {
+		t.Errorf("files only: FileTrees %v, %v; want false", kp.FileTrees, err)
 	}
 }

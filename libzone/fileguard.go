@@ -31,10 +31,11 @@ package libzone
 //     handle names an inode, not a path.
 //
 // Only a process that can remount (CAP_SYS_ADMIN) could undo a mount; a
-// zone that keeps it is told so by verify. On bpf-lsm the deny lists are
-// inode lists judged at file_open (any name, any handle) and are not
-// masked: a tmpfs over a denied directory would hide the inodes the deny
-// list is resolved from.
+// zone that keeps it is told so by verify. On bpf-lsm the deny and
+// read_only lists are inode lists judged by LSM hooks at open, metadata
+// changes, links, renames and unix connects (any name, any handle;
+// filedeny.go) and are not masked: a tmpfs over a denied directory would
+// hide the inodes the deny list is resolved from.
 
 import (
 	"encoding/json"

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"syscall"
 	"time"
@@ -137,7 +138,13 @@ func (n *eventNames) event(ke KernelEvent) zone.Event {
 		// not named by the deny lists of another one.
 		if p := n.files[ke.ZoneID][ke.Inode]; ke.Inode != "" && p != "" {
 			ze.Object = p
+			if ke.Below != "" {
+				ze.Object = path.Join(p, "…", ke.Below)
+			}
 		}
+	}
+	if ke.Op != "" {
+		ze.Object = ke.Op + " " + ze.Object
 	}
 	ze.Container = n.members[ke.CgroupID]
 	if tz := n.zones.at(ke.TargetZoneID, ze.Time); tz != nil {
@@ -224,12 +231,19 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 		if ev.Control == bpf.ControlExec && ev.Verdict == bpf.VerdictObserved {
 			ze.Object = execRouteObject(ev)
 		}
+		if ev.Hook != bpf.HookSysExit && ev.Path != "" && ev.Ino != 0 {
+			// An LSM hook denied a file below a listed directory: the
+			// inode is the directory's, the path the file's name.
+			out.Inode = inodeKey(ev.Dev, ev.Ino)
+			out.Below = ev.Path
+		}
 		if ze.Object == "" && ev.Ino != 0 {
 			// The bpf-lsm hooks know the inode alone: the engine names
 			// it by the policy path that denied it.
 			out.Inode = inodeKey(ev.Dev, ev.Ino)
 			ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
 		}
+		out.Op = fileHookOps[ev.Hook]
 		if ze.Object == "" {
 			ze.Object = pathlessSyscalls[ev.Syscall] // an fd or a handle: no path to show
 		}
@@ -239,6 +253,20 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 	}
 	out.Event = ze
 	return out
+}
+
+// fileHookOps names what the bpf-lsm file hooks beyond open and exec
+// denied (bpf/lsmfile.bpf.h), in front of the object.
+var fileHookOps = map[bpf.Hook]string{
+	bpf.HookLSMInodeSetattr:     "setattr",
+	bpf.HookLSMInodeSetxattr:    "setxattr",
+	bpf.HookLSMInodeRemovexattr: "removexattr",
+	bpf.HookLSMInodeLink:        "link",
+	bpf.HookLSMInodeRename:      "rename",
+	bpf.HookLSMUnixConnect:      "unix connect",
+	bpf.HookLSMUnixSend:         "unix send",
+	bpf.HookLSMInodeSetACL:      "set acl",
+	bpf.HookLSMInodeRemoveACL:   "remove acl",
 }
 
 // signalObject names a denied signal: "signal 15 to pid 42"; one a file

@@ -166,7 +166,7 @@ func (e *Engine) refreshDenies(enf Enforcer, name string, c *zone.Container) err
 		if err != nil {
 			return fmt.Errorf("zone %s: %w", name, err)
 		}
-		if !hasDenyLists(&z.Policy) {
+		if !hasInodeRules(&z.Policy) {
 			return nil
 		}
 		if members, err = tx.Members(name); err != nil {

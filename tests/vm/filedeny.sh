@@ -54,6 +54,9 @@ while :; do
 done
 IN
 chmod +x $B/rootfs/loop.sh
+# For the file routes (file_routes below): the helper and the mount point.
+mkdir -p $B/rootfs/meta
+[ -x "${FILEATTACK:-/payload/bin/fileattack}" ] && cp "${FILEATTACK:-/payload/bin/fileattack}" $B/rootfs/bin/fileattack
 rootpath=rootfs
 if [ "${FILEDENY_OVERLAY:-0}" = 1 ]; then
 	mkdir -p /tmp/ov/upper /tmp/ov/work /tmp/ov/merged
@@ -116,9 +119,12 @@ has_event() { events | grep "\"control\":\"$1\"" | grep "\"decision\":\"$2\"" | 
 
 cleanup() {
 	rt kill c1 KILL >/dev/null 2>&1
+	rt kill c2 KILL >/dev/null 2>&1
 	sleep 0.5
 	rt delete --force c1 >/dev/null 2>&1
+	rt delete --force c2 >/dev/null 2>&1
 	rt zone delete --force $Z >/dev/null 2>&1
+	rt zone delete --force fm >/dev/null 2>&1
 }
 trap cleanup EXIT
 
@@ -170,6 +176,95 @@ check "file event names /etc/secret (audit)" has_event file audit /etc/secret
 check "exec event names /bin/tool (audit)" has_event exec audit /bin/tool
 events | grep '"decision":"audit"' | head -2
 check "the init is still the same process" sh -c "[ \"\$($RT --root $R state c1 | sed -n 's/.*\"pid\": \([0-9]*\).*/\1/p')\" = $pid ]"
+
+# ------------------------------------------------------------------ file routes
+# The ways to reach or change a listed inode other than open and exec
+# (bpf/lsmfile.bpf.h), in a zone of their own (fm) whose deny and read_only
+# paths lie on a writable bind mount (/meta): on a read-only mount every
+# change fails with EROFS before any LSM hook runs. The denied paths are in
+# /meta/w, a sibling of the read_only /meta/ro: Landlock (which holds
+# read_only against writes) takes the right to create entries from /meta
+# itself, and would refuse links and renames there before the LSM hooks
+# run. Each route is denied with EACCES and an event; files and sockets
+# made below the denied directory after the container started are too.
+file_routes() {
+	local Z2=fm B2=/tmp/fmbundle M=/tmp/fdmeta tool=${FILEATTACK:-/payload/bin/fileattack}
+	[ -x $B/rootfs/bin/fileattack ] || { bad "file routes: no fileattack helper at $tool"; return; }
+	rm -rf $M $B2 # a fresh tree: the script runs twice in one guest (FILEDENY_OVERLAY)
+	mkdir -p $M/ro/sub $M/w/private $B2
+	echo secret >$M/w/secret
+	echo ro >$M/ro/sub/file
+	echo key >$M/w/private/key
+	echo free >$M/w/free
+	"$tool" listen $M/w/private/sock0 >/dev/null 2>&1 & # in the list: it exists at start
+	local srv0=$!
+	printf '[zone]\nmode = "enforce"\nadmission = "strict"\n[filesystem]\ndeny = ["/meta/w/secret", "/meta/w/private"]\nread_only = ["/meta/ro"]\n' >/tmp/fm.toml
+	sed -e 's|"/loop.sh"|"/bin/sleep", "1000"|' -e 's|"org.rauha.zone": "fd"|"org.rauha.zone": "fm"|' \
+		-e 's|/rauha-filedeny/c1|/rauha-filedeny/c2|' -e "s|\"path\": \"rootfs\"|\"path\": \"$B/rootfs\"|" \
+		-e "s|\(\"destination\": \"/run\".*\]}\)|\1,\n    {\"destination\": \"/meta\", \"type\": \"bind\", \"source\": \"$M\", \"options\": [\"rbind\", \"rw\"]}|" \
+		$B/config.json >$B2/config.json
+	check "zone create fm (deny and read_only on /meta)" rt zone create $Z2 --policy /tmp/fm.toml
+	if ! (cd $B2 && rt run -d c2 </dev/null >/tmp/run2.log 2>&1); then cat /tmp/run2.log; fi
+	check "container c2 runs" sh -c "$RT --root $R state c2 | grep -q running"
+	# Made after the start, below the denied directory: in no list.
+	echo late >$M/w/private/late
+	"$tool" listen $M/w/private/sock >/dev/null 2>&1 &
+	local srv=$!
+	for i in $(seq 1 50); do [ -S $M/w/private/sock ] && [ -S $M/w/private/sock0 ] && break; sleep 0.1; done
+
+	denied() { # denied WHAT CMD...: exits non-zero with "Permission denied"
+		local what=$1 out rc
+		shift
+		out=$(rt exec c2 "$@" 2>&1); rc=$?
+		echo "    $*: rc=$rc $out"
+		check "$what: EACCES" eval '[ $rc != 0 ] && { [ -z "${out##*Permission denied*}" ] || [ -z "${out##*permission denied*}" ]; }'
+	}
+	local f
+	for f in /meta/w/secret /meta/ro/sub/file; do
+		denied "chmod 4755 $f" chmod 4755 $f
+		denied "chown 0:0 $f" chown 0:0 $f
+		denied "touch -d 2000-01-01 $f" touch -d 2000-01-01 $f
+		denied "setxattr user.rauha on $f" fileattack setxattr $f user.rauha owned
+	done
+	denied "ln /meta/w/secret (a new name)" ln /meta/w/secret /meta/w/link
+	check "ln /meta/ro/sub/file fails" sh -c "! $RT --root $R exec c2 ln /meta/ro/sub/file /meta/w/link2"
+	check "the host sees /meta/w/secret unchanged (mode 644)" [ "$(stat -c %a $M/w/secret)" = 644 ]
+	check "and /meta/ro/sub/file" [ "$(stat -c %a $M/ro/sub/file)" = 644 ]
+	denied "cat /meta/w/private/late (created after start)" cat /meta/w/private/late
+	denied "chmod /meta/w/private/late" chmod 600 /meta/w/private/late
+	denied "mv /meta/w/private/late out of the denied directory" mv /meta/w/private/late /meta/w/moved
+	denied "connect /meta/w/private/sock0 (listed)" fileattack connect /meta/w/private/sock0
+	denied "connect /meta/w/private/sock (bound after start)" fileattack connect /meta/w/private/sock
+	check "the host reaches /meta/w/private/sock" sh -c "\"$tool\" connect $M/w/private/sock | grep -q hello"
+	check "chmod of an unlisted file works" rt exec c2 chmod 600 /meta/w/free
+	check "ln of an unlisted file works" rt exec c2 ln /meta/w/free /meta/w/free2
+	check "read_only is no deny: cat /meta/ro/sub/file" sh -c "$RT --root $R exec c2 cat /meta/ro/sub/file | grep -q ro"
+
+	ev2() { rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep '"decision":"deny"' | grep -q "\"object\":\"$1"; }
+	check "event: setattr /meta/w/secret" ev2 "setattr /meta/w/secret"
+	check "event: setattr /meta/ro (read_only, below)" ev2 "setattr /meta/ro/…/file"
+	check "event: setxattr /meta/w/secret" ev2 "setxattr /meta/w/secret"
+	check "event: link /meta/w/secret" ev2 "link /meta/w/secret"
+	check "event: open /meta/w/private/…/late" ev2 "/meta/w/private/…/late"
+	check "event: rename /meta/w/private/…/late" ev2 "rename /meta/w/private/…/late"
+	check "event: unix connect /meta/w/private/sock0" ev2 "unix connect /meta/w/private/sock0"
+	check "event: unix connect /meta/w/private/…/sock" ev2 "unix connect /meta/w/private/…/sock"
+	rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep -E '"comm":"(ln|mv)"'
+
+	rt zone verify $Z2 | grep -E 'file |unix sockets|listed directories'
+	local route
+	for route in "file metadata" "file names" "file handles" "unix sockets" "files below listed directories"; do
+		check "verify: $route" sh -c "$RT --root $R zone verify $Z2 | grep -Eq '^PASS +$route '"
+	done
+
+	kill $srv $srv0 2>/dev/null
+	rt kill c2 KILL >/dev/null 2>&1
+	sleep 0.5
+	rt delete --force c2 >/dev/null 2>&1
+	rt zone delete --force $Z2 >/dev/null 2>&1
+}
+echo "== file routes beyond open (lsm/inode_*, lsm/unix_*)"
+file_routes
 
 echo "FILEDENY: $([ $fail = 0 ] && echo PASS || echo FAIL) ($pass passed, $fail failed)"
 [ $fail = 0 ]

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The bpf-lsm backend's file rules beyond open and exec: the inode-keyed
+ * file_deny list judged on every other way to reach or change an inode.
+ *
+ *   - metadata: inode_setattr (chmod, chown, utimensat, truncate),
+ *     inode_setxattr, inode_removexattr, inode_set_acl and
+ *     inode_remove_acl;
+ *   - names: inode_link and inode_rename (a denied inode gets no new name
+ *     and is not moved out from below a denied directory);
+ *   - unix sockets: unix_stream_connect and unix_may_send judge the inode
+ *     the peer socket is bound to (connect never opens it);
+ *   - files that were not there when the list was resolved: a zone whose
+ *     list holds directories (POLICY_FILE_TREES) has every check walk up
+ *     the directories above the inode, so a file created or moved below a
+ *     denied directory after the last push is denied too, whoever made it.
+ *
+ * Handles need nothing here: open_by_handle_at ends in file_open, which is
+ * keyed by inode like every hook here, so any name and any handle of a
+ * denied inode is denied.
+ *
+ * Denied (FILE_DENY_OPEN) inodes are also closed to metadata changes and new
+ * names; read_only roots carry FILE_DENY_CHANGE alone (Landlock keeps them
+ * from being written, created in or removed from).
+ */
+#ifndef RAUHA_LSMFILE_BPF_H
+#define RAUHA_LSMFILE_BPF_H
+
+#include "common.bpf.h"
+
+/* Deeper than any path PATH_MAX can spell; a walk that gets there denies. */
+#define WALK_MAX 4096
+
+struct walk {
+	__u64 dentry; /* the last dentry looked at */
+	__u64 mount;  /* its struct mount; 0 when the hook has only a dentry */
+	__u32 zone;
+	__u32 bits;
+	__u64 ino; /* out: the denied directory */
+	__u32 dev;
+	__u8 hit;
+	__u8 done;
+};
+
+/*
+ * One step up: to the parent directory, or, at the root of a mount whose
+ * mount is known, to the directory it is mounted on (which is not looked
+ * up: its own inode is hidden by the mount). Stops at the root of the
+ * mount namespace, or of the file system when the mount is not known.
+ */
+static long walk_up(__u64 i, void *arg)
+{
+	struct walk *w = arg;
+	struct dentry *d = (void *)w->dentry;
+
+	if (w->mount) {
+		struct mount *m = (void *)w->mount;
+		if ((__u64)BPF_CORE_READ(m, mnt.mnt_root) == w->dentry) {
+			struct mount *up = BPF_CORE_READ(m, mnt_parent);
+			if (up == m) {
+				w->done = 1;
+				return 1;
+			}
+			w->dentry = (__u64)BPF_CORE_READ(m, mnt_mountpoint);
+			w->mount = (__u64)up;
+			return 0;
+		}
+	}
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
+	if (!parent || parent == d) {
+		w->done = 1;
+		return 1;
+	}
+	w->dentry = (__u64)parent;
+
+	struct inode *inode = BPF_CORE_READ(parent, d_inode);
+	struct file_key k = {
+		.zone = w->zone,
+		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
+		.ino = BPF_CORE_READ(inode, i_ino),
+	};
+	__u32 *mask = bpf_map_lookup_elem(&file_deny, &k);
+	if (mask && (*mask & w->bits)) {
+		w->hit = 1;
+		w->dev = k.dev;
+		w->ino = k.ino;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The file_deny decision for inode, reached through dentry d and mount
+ * (a struct vfsmount *, 0 when the hook does not know it): the inode
+ * itself, then, in a zone whose list holds directories, every directory
+ * above it. bits: the file_deny bits that deny this access. Counts the
+ * check, and on a denial reports the denied inode (the directory's, with
+ * the file's name in path, when a directory denied it).
+ */
+static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
+					__u64 mount, __u32 bits, __u16 control, __u16 hook)
+{
+	struct counters *c = counters_of(zone);
+	struct file_key k = {
+		.zone = zone,
+		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
+		.ino = BPF_CORE_READ(inode, i_ino),
+	};
+	struct policy p;
+	bool below = false;
+
+	count_check(c, control);
+	load_policy(zone, &p);
+	__u32 *mask = bpf_map_lookup_elem(&file_deny, &k);
+	if (!mask || !(*mask & bits)) {
+		if (!(p.flags & POLICY_FILE_TREES))
+			return 0;
+		struct walk w = { .dentry = (__u64)d, .zone = zone, .bits = bits };
+		if (mount)
+			w.mount = mount - bpf_core_field_offset(struct mount, mnt);
+		bpf_loop(WALK_MAX, walk_up, &w, 0);
+		if (w.hit) {
+			k.dev = w.dev;
+			k.ino = w.ino;
+			below = true;
+		} else if (w.done) {
+			return 0;
+		}
+	}
+
+	struct event *e;
+	int ret = deny(zone, &p, c, control, hook, EACCES, &e);
+	if (e) {
+		e->dev = k.dev;
+		e->arg = k.ino;
+		if (below)
+			bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(d, d_name.name));
+		bpf_ringbuf_submit(e, 0);
+	}
+	return ret;
+}
+
+/* Metadata changes and new names: denied inodes and read_only trees. */
+#define FILE_DENY_CHANGES (FILE_DENY_OPEN | FILE_DENY_CHANGE)
+
+static __always_inline int change_denied(struct dentry *d, __u16 hook)
+{
+	__u32 zone = current_zone();
+
+	if (!zone)
+		return 0;
+	return inode_denied(zone, BPF_CORE_READ(d, d_inode), d, 0, FILE_DENY_CHANGES, CONTROL_FILE,
+			    hook);
+}
+
+/*
+ * The previous program's verdict, in the slot after the n arguments of a
+ * hook whose argument count differs between kernels. Returned as an error
+ * code in [-4095, -1], which the verifier requires and cannot know of a
+ * value read from memory; 0 when there is none.
+ */
+static __always_inline int prev_verdict(unsigned long long *ctx, __u64 n)
+{
+	__s64 prev = 0;
+
+	bpf_probe_read_kernel(&prev, sizeof(prev), (void *)ctx + n * 8);
+	__s64 verdict = (int)prev;
+	barrier_var(verdict);
+	if (verdict < 0) {
+		if (verdict < -4095)
+			return -EPERM;
+		return verdict;
+	}
+	return 0;
+}
+
+/*
+ * chmod (setuid bits included), chown, utimensat and truncate: every
+ * attribute change goes through notify_change and this hook. inode_setattr
+ * gained an idmap first argument in 6.9, so the dentry is read as the
+ * second to last argument.
+ */
+SEC("lsm/inode_setattr")
+int BPF_PROG(zone_inode_setattr)
+{
+	__u64 n = bpf_get_func_arg_cnt(ctx);
+	__u64 d = 0;
+
+	if (n < 2 || n > 3)
+		return 0;
+	int ret = prev_verdict(ctx, n);
+	if (ret)
+		return ret;
+	if (bpf_get_func_arg(ctx, n - 2, &d) || !d)
+		return 0;
+	return change_denied((struct dentry *)d, HOOK_LSM_INODE_SETATTR);
+}
+
+SEC("lsm/inode_setxattr")
+int BPF_PROG(zone_inode_setxattr, void *idmap, struct dentry *dentry, const char *name,
+	     const void *value, size_t size, int flags, int ret)
+{
+	if (ret)
+		return ret;
+	return change_denied(dentry, HOOK_LSM_INODE_SETXATTR);
+}
+
+SEC("lsm/inode_removexattr")
+int BPF_PROG(zone_inode_removexattr, void *idmap, struct dentry *dentry, const char *name, int ret)
+{
+	if (ret)
+		return ret;
+	return change_denied(dentry, HOOK_LSM_INODE_REMOVEXATTR);
+}
+
+/* A new hard link: another name that no deny path covers. */
+SEC("lsm/inode_link")
+int BPF_PROG(zone_inode_link, struct dentry *old_dentry, struct inode *dir, struct dentry *new_dentry,
+	     int ret)
+{
+	if (ret)
+		return ret;
+	return change_denied(old_dentry, HOOK_LSM_INODE_LINK);
+}
+
+/* Moving a denied inode (or one below a denied directory) elsewhere. An
+ * exchange calls the hook for each side. */
+SEC("lsm/inode_rename")
+int BPF_PROG(zone_inode_rename, struct inode *old_dir, struct dentry *old_dentry,
+	     struct inode *new_dir, struct dentry *new_dentry, int ret)
+{
+	if (ret)
+		return ret;
+	return change_denied(old_dentry, HOOK_LSM_INODE_RENAME);
+}
+
+/*
+ * POSIX ACLs (setfacl: setxattr of system.posix_acl_*) reach the file
+ * system without inode_setxattr since 6.2, through these hooks. Kernels
+ * before have neither: there the loader attaches the two programs to
+ * inode_setxattr and inode_removexattr (bpf/kernel.go, fallback), which see
+ * ACLs, and they judge only ACL names (the xattr programs judge the rest).
+ * Either way the dentry is the second argument and the name the third.
+ */
+static __always_inline int acl_denied(unsigned long long *ctx, __u16 hook)
+{
+#define ACL_PREFIX "system.posix_acl_"
+	__u64 n = bpf_get_func_arg_cnt(ctx);
+	__u64 d = 0, name = 0;
+	char buf[sizeof(ACL_PREFIX)] = {};
+
+	if (n < 3 || n > 6)
+		return 0;
+	int ret = prev_verdict(ctx, n);
+	if (ret)
+		return ret;
+	if (bpf_get_func_arg(ctx, 1, &d) || !d || bpf_get_func_arg(ctx, 2, &name))
+		return 0;
+	bpf_probe_read_kernel_str(buf, sizeof(buf), (void *)name);
+#pragma unroll
+	for (int i = 0; i < sizeof(ACL_PREFIX) - 1; i++)
+		if (buf[i] != ACL_PREFIX[i])
+			return 0;
+	return change_denied((struct dentry *)d, hook);
+}
+
+SEC("lsm/inode_set_acl")
+int BPF_PROG(zone_inode_set_acl)
+{
+	return acl_denied(ctx, HOOK_LSM_INODE_SET_ACL);
+}
+
+SEC("lsm/inode_remove_acl")
+int BPF_PROG(zone_inode_remove_acl)
+{
+	return acl_denied(ctx, HOOK_LSM_INODE_REMOVE_ACL);
+}
+
+/*
+ * A unix socket bound to a path is reached by that path without an open:
+ * judge the socket's inode (an abstract or unbound socket has none).
+ */
+static __always_inline int unix_peer_denied(struct sock *peer, __u16 hook)
+{
+	__u32 zone = current_zone();
+
+	if (!zone)
+		return 0;
+	struct unix_sock *u = (void *)peer;
+	struct dentry *d = BPF_CORE_READ(u, path.dentry);
+	if (!d)
+		return 0;
+	return inode_denied(zone, BPF_CORE_READ(d, d_inode), d, (__u64)BPF_CORE_READ(u, path.mnt),
+			    FILE_DENY_OPEN, CONTROL_FILE, hook);
+}
+
+SEC("lsm/unix_stream_connect")
+int BPF_PROG(zone_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk,
+	     int ret)
+{
+	if (ret)
+		return ret;
+	return unix_peer_denied(other, HOOK_LSM_UNIX_CONNECT);
+}
+
+/* Datagram connect() and every send to a datagram socket. */
+SEC("lsm/unix_may_send")
+int BPF_PROG(zone_unix_may_send, struct socket *sock, struct socket *other, int ret)
+{
+	if (ret)
+		return ret;
+	return unix_peer_denied(BPF_CORE_READ(other, sk), HOOK_LSM_UNIX_SEND);
+}
+
+#endif /* RAUHA_LSMFILE_BPF_H */

@@ -1,0 +1,269 @@
+package bpf
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileOp runs the helper operations of TestLSMFileRoutes; ok is false for
+// an operation it does not know.
+func fileOp(op string, args []string) (err error, ok bool) {
+	switch op {
+	case "chmod": // chmod <path>: setuid and world-writable
+		return unix.Chmod(args[0], 0o4777), true
+	case "chown": // chown <path>: to 1000:1000
+		return unix.Chown(args[0], 1000, 1000), true
+	case "utimes": // utimes <path>: back to the epoch
+		return unix.UtimesNano(args[0], []unix.Timespec{{}, {}}), true
+	case "truncate":
+		return unix.Truncate(args[0], 0), true
+	case "setxattr": // trusted.*: every file system with xattrs has it for root
+		return unix.Setxattr(args[0], "trusted.rauha", []byte("x"), 0), true
+	case "removexattr":
+		return unix.Removexattr(args[0], "trusted.rauha"), true
+	case "setacl": // setacl <path>: an access ACL equal to mode 0755, as setfacl writes it
+		return unix.Setxattr(args[0], "system.posix_acl_access", posixACL0755, 0), true
+	case "removeacl":
+		return unix.Removexattr(args[0], "system.posix_acl_access"), true
+	case "link": // link <old> <new>
+		return unix.Link(args[0], args[1]), true
+	case "rename": // rename <old> <new>
+		return unix.Rename(args[0], args[1]), true
+	case "unix-connect", "unix-dgram-connect", "unix-sendto": // <op> <socket path>
+		typ := unix.SOCK_STREAM
+		if op != "unix-connect" {
+			typ = unix.SOCK_DGRAM
+		}
+		fd, err := unix.Socket(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err, true
+		}
+		defer unix.Close(fd)
+		sa := &unix.SockaddrUnix{Name: args[0]}
+		if op == "unix-sendto" {
+			return unix.Sendto(fd, []byte("x"), 0, sa), true
+		}
+		return unix.Connect(fd, sa), true
+	}
+	return nil, false
+}
+
+// posixACL0755 is the xattr form of the ACL u::rwx,g::r-x,o::r-x: version
+// 2, then {tag, perm, id} per entry.
+var posixACL0755 = []byte{
+	2, 0, 0, 0,
+	0x01, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, // ACL_USER_OBJ
+	0x04, 0, 5, 0, 0xff, 0xff, 0xff, 0xff, // ACL_GROUP_OBJ
+	0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff, // ACL_OTHER
+}
+
+// unixSocket binds a socket of type typ at path, listening when it is a
+// stream socket, closed when the test ends.
+func unixSocket(t *testing.T, path string, typ int) {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if typ == unix.SOCK_STREAM {
+		if err := unix.Listen(fd, 16); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The routes to a listed inode besides open and exec (lsmfile.bpf.h): each
+// hook denies a zone task with EACCES and an event, and allows the host.
+// Everything below a listed directory is judged by the walk up, including
+// files and sockets made after the list was pushed.
+func TestLSMFileRoutes(t *testing.T) {
+	k := lsmKernel(t)
+	const zoneA = 13
+	cgA := testCgroup(t, "lsm-file")
+	if err := k.SetPolicy(zoneA, ZonePolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.AddMember(zoneA, cgA); err != nil {
+		t.Fatal(err)
+	}
+	att, err := k.Attached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl", "lsm/inode_link",
+		"lsm/inode_rename", "lsm/unix_stream_connect", "lsm/unix_may_send"} {
+		if !slices.Contains(att, want) {
+			t.Errorf("%s is not attached: %q", want, att)
+		}
+	}
+	inA, host := workload{cgroup: cgA}, workload{}
+
+	dir := t.TempDir()
+	mk := func(rel string) string {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	denied := mk("denied")      // a denied file
+	roFile := mk("ro/sub/file") // below a read_only directory
+	mk("private/old")           // a denied directory
+	free := mk("free/file")     // no rule
+	sockDenied := filepath.Join(dir, "sock-denied")
+	unixSocket(t, sockDenied, unix.SOCK_STREAM)
+	deny := func(rel string, mask FileAccess) FileDeny {
+		dev, ino := statDevIno(t, filepath.Join(dir, rel))
+		return FileDeny{Dev: dev, Ino: ino, Mask: mask}
+	}
+	p := ZonePolicy{FileTrees: true, FileDenies: []FileDeny{
+		deny("denied", FileOpen), deny("ro", FileChange), deny("private", FileOpen), deny("sock-denied", FileOpen),
+	}}
+	if err := k.SetPolicy(zoneA, p); err != nil {
+		t.Fatal(err)
+	}
+	// Made after the push: only the walk up to private/ covers them.
+	late := mk("private/late")
+	sockLate := filepath.Join(dir, "private/sock")
+	unixSocket(t, sockLate, unix.SOCK_STREAM)
+	dgramLate := filepath.Join(dir, "private/dgram")
+	unixSocket(t, dgramLate, unix.SOCK_DGRAM)
+	_, privIno := statDevIno(t, filepath.Join(dir, "private"))
+	_, deniedIno := statDevIno(t, denied)
+
+	event := func(hook Hook, ino uint64, name string) {
+		t.Helper()
+		ev := drainUntil(t, k, func(e Event) bool {
+			return e.Zone == zoneA && e.Control == ControlFile && e.Hook == hook && e.Verdict == VerdictDenied
+		})
+		if ev.Ino != ino || ev.Path != name || ev.Errno != unix.EACCES {
+			t.Errorf("%v event: %+v, want inode %d, path %q", hook, ev, ino, name)
+		}
+	}
+	notDenied := func(w workload, args ...string) {
+		t.Helper()
+		if got := w.run(t, args...); got == "EACCES" {
+			t.Errorf("%v in %s: EACCES", args, w.where())
+		}
+	}
+
+	t.Run("inode_setattr", func(t *testing.T) {
+		for _, op := range []string{"chmod", "chown", "utimes", "truncate"} {
+			inA.expect(t, "EACCES", op, denied)
+			inA.expect(t, "EACCES", op, roFile)
+			inA.expect(t, "EACCES", op, late)
+			inA.expect(t, "ok", op, free)
+		}
+		event(HookLSMInodeSetattr, deniedIno, "")
+		host.expect(t, "ok", "chmod", roFile)
+		host.expect(t, "ok", "utimes", denied)
+	})
+
+	t.Run("inode_setxattr", func(t *testing.T) {
+		inA.expect(t, "EACCES", "setxattr", denied)
+		inA.expect(t, "EACCES", "setxattr", roFile)
+		event(HookLSMInodeSetxattr, deniedIno, "")
+		notDenied(inA, "setxattr", free) // ok, or EOPNOTSUPP where the file system has no xattrs
+		notDenied(host, "setxattr", denied)
+	})
+
+	t.Run("inode_removexattr", func(t *testing.T) {
+		inA.expect(t, "EACCES", "removexattr", denied)
+		event(HookLSMInodeRemovexattr, deniedIno, "")
+		notDenied(host, "removexattr", denied)
+	})
+
+	// ACLs have hooks of their own since 6.2; before, the programs are
+	// attached to inode_setxattr and inode_removexattr, whose programs
+	// run first and report.
+	t.Run("inode_set_acl", func(t *testing.T) {
+		inA.expect(t, "EACCES", "setacl", denied)
+		inA.expect(t, "EACCES", "setacl", roFile)
+		inA.expect(t, "EACCES", "removeacl", late)
+		ev := drainUntil(t, k, func(e Event) bool {
+			return e.Zone == zoneA && e.Control == ControlFile && e.Verdict == VerdictDenied &&
+				(e.Hook == HookLSMInodeSetACL || e.Hook == HookLSMInodeSetxattr)
+		})
+		if ev.Ino != deniedIno {
+			t.Errorf("event: %+v", ev)
+		}
+		notDenied(inA, "setacl", free) // ok, or EOPNOTSUPP without ACLs
+		notDenied(host, "setacl", denied)
+	})
+
+	t.Run("inode_link", func(t *testing.T) {
+		inA.expect(t, "EACCES", "link", denied, filepath.Join(dir, "free/l1"))
+		inA.expect(t, "EACCES", "link", late, filepath.Join(dir, "free/l2"))
+		inA.expect(t, "EACCES", "link", roFile, filepath.Join(dir, "free/l3"))
+		event(HookLSMInodeLink, deniedIno, "")
+		inA.expect(t, "ok", "link", free, filepath.Join(dir, "free/l4"))
+		host.expect(t, "ok", "link", denied, filepath.Join(dir, "free/l5"))
+	})
+
+	t.Run("inode_rename", func(t *testing.T) {
+		inA.expect(t, "EACCES", "rename", late, filepath.Join(dir, "free/moved"))
+		event(HookLSMInodeRename, privIno, "late")
+		inA.expect(t, "EACCES", "rename", denied, filepath.Join(dir, "free/moved"))
+		inA.expect(t, "ok", "rename", filepath.Join(dir, "free/l4"), filepath.Join(dir, "free/l6"))
+	})
+
+	t.Run("file_open below a denied directory", func(t *testing.T) {
+		inA.expect(t, "EACCES", "open", late)
+		event(HookLSMFileOpen, privIno, "late")
+		inA.expect(t, "ok", "open", roFile) // read_only is not a deny
+		host.expect(t, "ok", "open", late)
+	})
+
+	t.Run("unix_stream_connect", func(t *testing.T) {
+		inA.expect(t, "EACCES", "unix-connect", sockDenied)
+		_, sockIno := statDevIno(t, sockDenied)
+		event(HookLSMUnixConnect, sockIno, "")
+		inA.expect(t, "EACCES", "unix-connect", sockLate)
+		event(HookLSMUnixConnect, privIno, "sock")
+		host.expect(t, "ok", "unix-connect", sockLate)
+	})
+
+	t.Run("unix_may_send", func(t *testing.T) {
+		inA.expect(t, "EACCES", "unix-sendto", dgramLate)
+		event(HookLSMUnixSend, privIno, "dgram")
+		inA.expect(t, "EACCES", "unix-dgram-connect", dgramLate)
+		host.expect(t, "ok", "unix-sendto", dgramLate)
+	})
+
+	t.Run("no walk without FileTrees", func(t *testing.T) {
+		q := p
+		q.FileTrees = false
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "ok", "open", late)
+		inA.expect(t, "EACCES", "chmod", denied) // the inode itself still is
+		if err := k.SetPolicy(zoneA, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("audit", func(t *testing.T) {
+		q := p
+		q.Mode = ModeAudit
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "ok", "utimes", late)
+		drainUntil(t, k, func(e Event) bool {
+			return e.Zone == zoneA && e.Hook == HookLSMInodeSetattr && e.Verdict == VerdictAudited && e.Path == "late"
+		})
+	})
+}
