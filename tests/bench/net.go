@@ -140,6 +140,11 @@ func (b *bench) netTest(ctx context.Context, res *results) error {
 			}
 		}
 	}
+	// The programs' own cost: measured last, so the statistics never
+	// slow down the rounds.
+	if res.NetProg, err = b.netProgCost(vs, counts, denied); err != nil {
+		return fmt.Errorf("BPF program cost: %w", err)
+	}
 	for _, v := range vs {
 		for i, m := range netMetrics {
 			xs := rate[v.name][i]

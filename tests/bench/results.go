@@ -78,6 +78,7 @@ type results struct {
 	Probe     []probeRow    `json:"probe,omitempty"`
 	Update    []row         `json:"update,omitempty"`
 	Net       []netRow      `json:"net,omitempty"`
+	NetProg   []netProgRow  `json:"net_programs,omitempty"`
 	Scale     []row         `json:"scale,omitempty"`
 	Targets   []target      `json:"targets"`
 	Errors    []string      `json:"errors,omitempty"`
@@ -456,6 +457,28 @@ func (r *results) print(w io.Writer) {
 				line += fmt.Sprintf(" %+.2f | %+.2f |", pairedDiff(x2.CPUs, x1.CPUs), pairedDiff(x2.CPUs, x0.CPUs))
 			}
 			fmt.Fprintln(w, line)
+		}
+	}
+	if len(r.NetProg) > 0 {
+		fmt.Fprintf(w, "\n## rauha's egress programs in the network exchanges (kernel BPF statistics, one more exchange each after the rounds; share: their time per unit / the client's CPU time per unit outside a zone)\n\n")
+		fmt.Fprintln(w, "| variant | exchange | program | runs per unit | ns per run | µs per unit | share |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		vs := r.netVariants()
+		for _, p := range r.NetProg {
+			share := "-"
+			if len(vs) > 0 {
+				if out, ok := r.netFind(vs[0], p.Metric); ok && out.CPUus > 0 {
+					share = fmt.Sprintf("%.1f%%", 100*p.RunsPerUnit*p.NsPerRun/1e3/out.CPUus)
+				}
+			}
+			unit := p.Metric
+			for _, m := range netMetrics {
+				if m.name == p.Metric {
+					unit = m.per
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f per %s | %.0f | %.2f | %s |\n", p.Variant, p.Metric, p.Program,
+				p.RunsPerUnit, unit, p.NsPerRun, p.RunsPerUnit*p.NsPerRun/1e3, share)
 		}
 	}
 	if len(r.Scale) > 0 {
