@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -90,7 +91,7 @@ func (b *bench) netVariants() []netVariant {
 // into each in turn, one exchange at a time: the three variants' figures
 // of an exchange are taken within a second of each other, so a burst of
 // other load on the host falls on all of them, and each round yields
-// paired ratios. The order rotates every exchange and round.
+// paired ratios. The order changes every exchange and round (netOrder).
 func (b *bench) netTest(ctx context.Context, res *results) error {
 	if b.cfg.netNetns == "" {
 		return fmt.Errorf("no -net-netns: scripts/bench.sh makes the namespaces and the listener")
@@ -125,7 +126,7 @@ func (b *bench) netTest(ctx context.Context, res *results) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				v := vs[(round+i+k)%len(vs)]
+				v := vs[netOrder(round+i, len(vs))[k]]
 				nr, err := b.netExchange(v.r, m.exchange, counts[i], denied)
 				if err != nil {
 					return fmt.Errorf("%s: %w", v.name, err)
@@ -154,6 +155,25 @@ func (b *bench) netTest(ctx context.Context, res *results) error {
 		}
 	}
 	return nil
+}
+
+// netOrder is the order of n variants in turn t: every permutation in
+// turn, so each variant runs as often before as after each other one (a
+// rotation alone would always run B right after A).
+func netOrder(t, n int) []int {
+	perms := [][]int{{}}
+	for len(perms[0]) < n {
+		var next [][]int
+		for _, p := range perms {
+			for v := 0; v < n; v++ {
+				if !slices.Contains(p, v) {
+					next = append(next, append(slices.Clone(p), v))
+				}
+			}
+		}
+		perms = next
+	}
+	return perms[t%len(perms)]
 }
 
 // netID is the network part's container, one per runtime.

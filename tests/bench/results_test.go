@@ -59,3 +59,23 @@ func TestEvaluateNetTargets(t *testing.T) {
 		}
 	}
 }
+
+// Over six turns, each of three variants runs right before each other one
+// equally often.
+func TestNetOrderBalanced(t *testing.T) {
+	before := map[[2]int]int{}
+	for turn := 0; turn < 6; turn++ {
+		o := netOrder(turn, 3)
+		for k := 0; k+1 < len(o); k++ {
+			before[[2]int{o[k], o[k+1]}]++
+		}
+	}
+	if len(before) != 6 {
+		t.Fatalf("adjacent pairs %v, want all 6", before)
+	}
+	for p, n := range before {
+		if n != 2 {
+			t.Errorf("%v adjacent %d times, want 2", p, n)
+		}
+	}
+}
