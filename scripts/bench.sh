@@ -2,8 +2,10 @@
 # bench.sh - `make bench`: rauha against runc on this machine (issue 6).
 # Builds the bench driver (tests/bench, statically linked so it also runs
 # inside the busybox bundle as the probe), a busybox bundle, and runc 1.5
-# when it is missing (into a cache dir, never the repository), then runs
-# the driver: a markdown table on stdout, JSON in $OUT.
+# when it is missing (into a cache dir, never the repository), makes two
+# network namespaces joined by a veth pair with the network part's listener
+# in one (removed at exit, also on failure), then runs the driver: a
+# markdown table on stdout, JSON in $OUT.
 #
 # Environment: RAUHA (default ./rauha), RUNC115 (/usr/sbin/runc),
 # RUNC15_VERSION (v1.5.0; empty = compare with runc 1.1.5 only),
@@ -38,7 +40,24 @@ if [[ -n $RUNC15_VERSION ]]; then
 fi
 
 WORK=$(mktemp -d /run/rauha-bench.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# The network part's two namespaces, named after this run: the client's
+# (the containers join it) and the listener's, joined by a veth pair. No
+# other namespace and no address of the host is involved.
+NS_CLIENT=rauha-bench-$$-c
+NS_SERVER=rauha-bench-$$-s
+NET_ADDR=10.231.0.2:5201
+server=
+cleanup() {
+	if [[ -n $server ]]; then
+		kill "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+	fi
+	ip netns del "$NS_CLIENT" 2>/dev/null || true
+	ip netns del "$NS_SERVER" 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 CGO_ENABLED=0 go build -trimpath -o "$WORK/rauhabench" ./tests/bench
 RAUHA=$RAUHA CGROUPS_PATH="$CG_PREFIX/base" ./scripts/make-bundle.sh "$WORK/bundle" >/dev/null
 cp "$WORK/rauhabench" "$WORK/bundle/rootfs/rauhabench"
@@ -52,6 +71,26 @@ for bin in "$RAUHA" "${RUNC115}" ${runc15:+"$runc15"}; do
 	sync "$bin"
 	dd if="$bin" iflag=nocache count=0 status=none
 done
+
+ip netns add "$NS_CLIENT"
+ip netns add "$NS_SERVER"
+ip link add bench0 netns "$NS_CLIENT" type veth peer name bench0 netns "$NS_SERVER"
+ip -n "$NS_CLIENT" addr add 10.231.0.1/24 dev bench0
+ip -n "$NS_SERVER" addr add "${NET_ADDR%:*}/24" dev bench0
+for ns in "$NS_CLIENT" "$NS_SERVER"; do
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link set bench0 up
+done
+ip netns exec "$NS_SERVER" "$WORK/rauhabench" netserve "$NET_ADDR" >"$WORK/netserve.out" 2>&1 &
+server=$!
+for _ in $(seq 100); do
+	grep -qx ready "$WORK/netserve.out" && break
+	kill -0 "$server" 2>/dev/null || break
+	sleep 0.05
+done
+grep -qx ready "$WORK/netserve.out" || { echo "bench: the listener did not start: $(cat "$WORK/netserve.out")" >&2; exit 1; }
+
 # shellcheck disable=SC2086 # BENCH_ARGS are flags, split on purpose
 "$WORK/rauhabench" -rauha "$RAUHA" -runc "$runcs" -bundle "$WORK/bundle" \
-	-work "$WORK/run" -cgroup-prefix "$CG_PREFIX" -out "$OUT" ${BENCH_ARGS:-}
+	-work "$WORK/run" -cgroup-prefix "$CG_PREFIX" -out "$OUT" \
+	-net-netns "/run/netns/$NS_CLIENT" -net-addr "$NET_ADDR" ${BENCH_ARGS:-}

@@ -6,7 +6,9 @@
 // (`make bench`); it prints a table and writes JSON.
 //
 // The same binary is also the in-container probe ("bench probe N",
-// "bench watch"): bench.sh copies it, statically linked, into the bundle.
+// "bench watch", "bench netclient ...": bench.sh copies it, statically
+// linked, into the bundle) and the listener of the network part ("bench
+// netserve ADDR", in a network namespace bench.sh makes).
 package main
 
 import (
@@ -30,6 +32,12 @@ func main() {
 		case "watch":
 			exitOn(runWatch())
 			return
+		case "netserve":
+			exitOn(runNetServe(os.Args[2:]))
+			return
+		case "netclient":
+			exitOn(runNetClient(os.Args[2:]))
+			return
 		}
 	}
 	exitOn(runBench(os.Args[1:]))
@@ -43,19 +51,25 @@ func exitOn(err error) {
 }
 
 type config struct {
-	rauha      string
-	runcs      []string // name=path
-	bundle     string   // base bundle from scripts/make-bundle.sh (config.json + rootfs)
-	work       string   // per-container bundles and state roots
-	cgPrefix   string
-	out        string
-	samples    int
-	scale      []int
-	scaleN     int
-	probeN     int
-	probeRuns  int
-	updateRuns int
-	skip       map[string]bool
+	rauha       string
+	runcs       []string // name=path
+	bundle      string   // base bundle from scripts/make-bundle.sh (config.json + rootfs)
+	work        string   // per-container bundles and state roots
+	cgPrefix    string
+	out         string
+	samples     int
+	scale       []int
+	scaleN      int
+	probeN      int
+	probeRuns   int
+	updateRuns  int
+	netNetns    string // network namespace (path) the network part's client joins
+	netAddr     string // the listener, reachable from netNetns
+	netRounds   int
+	netBulkMiB  int
+	netRequests int
+	netConns    int
+	skip        map[string]bool
 }
 
 func runBench(args []string) error {
@@ -74,7 +88,13 @@ func runBench(args []string) error {
 	fs.IntVar(&c.probeN, "probe-n", 2000, "probe iterations (open and signal run 10x, fork+exec 1/10)")
 	fs.IntVar(&c.probeRuns, "probe-runs", 5, "probe containers per variant")
 	fs.IntVar(&c.updateRuns, "update-runs", 10, "zone update delay samples")
-	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,zone,probe,update,scale")
+	fs.StringVar(&c.netNetns, "net-netns", "", "network namespace (path) for the network part's client; empty skips that part")
+	fs.StringVar(&c.netAddr, "net-addr", "10.231.0.2:5201", "the network part's listener (IPv4:port), reachable from -net-netns")
+	fs.IntVar(&c.netRounds, "net-rounds", 20, "network part rounds (each runs every exchange once per variant)")
+	fs.IntVar(&c.netBulkMiB, "net-bulk-mib", 128, "MiB each bulk send sends")
+	fs.IntVar(&c.netRequests, "net-requests", 3000, "request/answer round trips over one connection per exchange")
+	fs.IntVar(&c.netConns, "net-conns", 600, "connections with one request each per exchange")
+	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,probe,update,net,scale")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,6 +106,9 @@ func runBench(args []string) error {
 	}
 	for _, r := range splitList(runcs) {
 		c.runcs = append(c.runcs, r)
+	}
+	if c.netRounds < 1 || c.netBulkMiB < 1 || c.netRequests < 1 || c.netConns < 1 {
+		return fmt.Errorf("-net-rounds, -net-bulk-mib, -net-requests and -net-conns must be at least 1")
 	}
 	for _, s := range splitList(scale) {
 		var v int
@@ -148,6 +171,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"lifecycle", b.lifecycle},
 		{"probe", b.probe},
 		{"update", b.updateDelay},
+		{"net", b.netTest},
 		{"scale", b.scaleTest},
 	}
 	var firstErr error

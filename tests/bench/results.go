@@ -43,13 +43,29 @@ type probeRow struct {
 	P90Ns    float64 `json:"p90_ns"`
 }
 
+// netRow is one variant's figure for one metric of the network part.
+type netRow struct {
+	Variant string  `json:"variant"`
+	Metric  string  `json:"metric"`
+	Unit    string  `json:"unit"`
+	Runs    int     `json:"runs"`
+	Median  float64 `json:"median"` // of one value per round (container)
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	// Median CPU time of the client per unit (MB, request, connection), µs.
+	CPUus float64   `json:"cpu_us_median"`
+	Rates []float64 `json:"rates"`  // per round
+	CPUs  []float64 `json:"cpu_us"` // per round
+}
+
 type target struct {
-	Name   string  `json:"name"`
-	Value  float64 `json:"value"`
-	Limit  float64 `json:"limit"`
-	Unit   string  `json:"unit"`
-	Met    bool    `json:"met"`
-	Detail string  `json:"detail,omitempty"`
+	Name    string  `json:"name"`
+	Value   float64 `json:"value"`
+	Limit   float64 `json:"limit"`
+	AtLeast bool    `json:"at_least,omitempty"` // the value must reach the limit, not stay under it
+	Unit    string  `json:"unit"`
+	Met     bool    `json:"met"`
+	Detail  string  `json:"detail,omitempty"`
 }
 
 type results struct {
@@ -61,6 +77,8 @@ type results struct {
 	Lifecycle []row         `json:"lifecycle,omitempty"`
 	Probe     []probeRow    `json:"probe,omitempty"`
 	Update    []row         `json:"update,omitempty"`
+	Net       []netRow      `json:"net,omitempty"`
+	NetProg   []netProgRow  `json:"net_programs,omitempty"`
 	Scale     []row         `json:"scale,omitempty"`
 	Targets   []target      `json:"targets"`
 	Errors    []string      `json:"errors,omitempty"`
@@ -191,6 +209,29 @@ func (r *results) evaluate() {
 				fmt.Sprintf("CPU time: %+.1f ms", s.CPUMedianMs-p.CPUMedianMs))
 		}
 	}
+	if e, ok := r.find(r.Lifecycle, "rauha-egress", "cycle", 0); ok {
+		ref := r.sameLibcontainer()
+		o, _ := r.find(r.Lifecycle, ref, "cycle", 0)
+		p, _ := r.find(r.Lifecycle, "rauha-privileged", "cycle", 0)
+		add(fmt.Sprintf("zone with %d egress rules adds to create+start+wait+delete (rauha-egress - %s median)", egressRules, ref),
+			e.MedianMs-o.MedianMs, 3, "ms",
+			fmt.Sprintf("CPU time %+.1f ms; minus the zone without egress rules: %+.1f ms, CPU time %+.1f ms",
+				e.CPUMedianMs-o.CPUMedianMs, e.MedianMs-p.MedianMs, e.CPUMedianMs-p.CPUMedianMs))
+	}
+	if vs := r.netVariants(); len(vs) == 3 {
+		for _, m := range netMetrics {
+			out, _ := r.netFind(vs[0], m.name)
+			none, _ := r.netFind(vs[1], m.name)
+			eg, _ := r.netFind(vs[2], m.name)
+			q := pairedRatio(eg.Rates, out.Rates)
+			r.Targets = append(r.Targets, target{
+				Name:  fmt.Sprintf("%s (%s) in the egress zone / %s", m.name, m.unit, vs[0]),
+				Value: round(q), Limit: 0.95, AtLeast: true, Unit: "ratio", Met: q >= 0.95,
+				Detail: fmt.Sprintf("egress zone / zone without egress rules %.3f; zone without egress rules / outside %.3f",
+					pairedRatio(eg.Rates, none.Rates), pairedRatio(none.Rates, out.Rates)),
+			})
+		}
+	}
 	if in, ok := r.probeFind("rauha zone enforcing", "open+close"); ok {
 		if out, ok := r.probeFind("outside", "open+close"); ok {
 			add("open+close inside an enforcing zone / outside", in.MedianNs/out.MedianNs, 1.10, "ratio", "")
@@ -220,6 +261,37 @@ func (r *results) evaluate() {
 			add(fmt.Sprintf("list at %d live", lv), l.MedianMs, 100, "ms", "")
 		}
 	}
+}
+
+// sameLibcontainer is the runc built on rauha's libcontainer (1.5) when the
+// run has it, else the baseline: "outside a zone" for the zone-cost targets.
+func (r *results) sameLibcontainer() string {
+	for _, rt := range r.Runtimes {
+		if strings.HasPrefix(rt.Name, "runc-1.5") {
+			return rt.Name
+		}
+	}
+	return r.baseline()
+}
+
+// netVariants are the network part's variants, in run order.
+func (r *results) netVariants() []string {
+	var vs []string
+	for _, n := range r.Net {
+		if len(vs) == 0 || vs[len(vs)-1] != n.Variant {
+			vs = append(vs, n.Variant)
+		}
+	}
+	return vs
+}
+
+func (r *results) netFind(variant, metric string) (netRow, bool) {
+	for _, n := range r.Net {
+		if n.Variant == variant && n.Metric == metric {
+			return n, true
+		}
+	}
+	return netRow{}, false
 }
 
 func round(v float64) float64 { return math.Round(v*1000) / 1000 }
@@ -301,6 +373,20 @@ func (r *results) print(w io.Writer) {
 				x.MedianMs-p.MedianMs, x.CPUMedianMs-p.CPUMedianMs)
 		}
 	}
+	if _, ok := r.find(r.Lifecycle, "rauha-egress", "cycle", 0); ok {
+		ref := r.sameLibcontainer()
+		fmt.Fprintf(w, "\n## Egress zone cost (ms, wall median / p90, and median CPU time of the runtime): the same lifecycle outside a zone (%s), in a zone without egress rules (privileged) and in a zone with %d egress rules\n\n", ref, egressRules)
+		fmt.Fprintf(w, "| row | %s | rauha-privileged | rauha-egress | egress - %s (wall, CPU) | egress - privileged (wall, CPU) |\n", ref, ref)
+		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+		for _, name := range lifecycleRows {
+			o, _ := r.find(r.Lifecycle, ref, name, 0)
+			p, _ := r.find(r.Lifecycle, "rauha-privileged", name, 0)
+			e, _ := r.find(r.Lifecycle, "rauha-egress", name, 0)
+			fmt.Fprintf(w, "| %s | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %+.1f, %+.1f | %+.1f, %+.1f |\n", name,
+				o.MedianMs, o.P90Ms, o.CPUMedianMs, p.MedianMs, p.P90Ms, p.CPUMedianMs, e.MedianMs, e.P90Ms, e.CPUMedianMs,
+				e.MedianMs-o.MedianMs, e.CPUMedianMs-o.CPUMedianMs, e.MedianMs-p.MedianMs, e.CPUMedianMs-p.CPUMedianMs)
+		}
+	}
 	if len(r.Probe) > 0 {
 		fmt.Fprintf(w, "\n## Enforcement cost per operation inside the container (ns, median of per-run medians / p90)\n\n")
 		var variants []string
@@ -329,6 +415,72 @@ func (r *results) print(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %d | %.1f | %.1f |\n", u.Row, u.N, u.MedianMs, u.P90Ms)
 		}
 	}
+	if vs := r.netVariants(); len(vs) > 0 {
+		n := 0
+		if x, ok := r.netFind(vs[0], netMetrics[0].name); ok {
+			n = x.Runs
+		}
+		fmt.Fprintf(w, "\n## Network: a container in a network namespace of the bench to a listener in another (median of %d interleaved rounds, min-max; ratios: median of the rounds' ratios)\n\n", n)
+		fmt.Fprintln(w, hdrOf(vs))
+		sep := "|---|" + strings.Repeat("---|", len(vs))
+		if len(vs) == 3 {
+			sep += "---|---|"
+		}
+		fmt.Fprintln(w, sep)
+		for _, m := range netMetrics {
+			line := "| " + m.name + " (" + m.unit + ") |"
+			for _, v := range vs {
+				x, _ := r.netFind(v, m.name)
+				line += fmt.Sprintf(" %.0f (%.0f-%.0f) |", x.Median, x.Min, x.Max)
+			}
+			if len(vs) == 3 {
+				x0, _ := r.netFind(vs[0], m.name)
+				x1, _ := r.netFind(vs[1], m.name)
+				x2, _ := r.netFind(vs[2], m.name)
+				line += fmt.Sprintf(" **%.3f** | **%.3f** |", pairedRatio(x2.Rates, x1.Rates), pairedRatio(x2.Rates, x0.Rates))
+			}
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintf(w, "\nThe client's CPU time (user + system, µs, median; differences: median of the rounds' differences; the egress programs run in the sender's context):\n\n")
+		fmt.Fprintln(w, strings.Replace(strings.Replace(hdrOf(vs), "| metric |", "| CPU time per |", 1), "egress zone / ", "egress zone - ", 2))
+		fmt.Fprintln(w, sep)
+		for _, m := range netMetrics {
+			line := "| " + m.per + " |"
+			for _, v := range vs {
+				x, _ := r.netFind(v, m.name)
+				line += fmt.Sprintf(" %.2f |", x.CPUus)
+			}
+			if len(vs) == 3 {
+				x0, _ := r.netFind(vs[0], m.name)
+				x1, _ := r.netFind(vs[1], m.name)
+				x2, _ := r.netFind(vs[2], m.name)
+				line += fmt.Sprintf(" %+.2f | %+.2f |", pairedDiff(x2.CPUs, x1.CPUs), pairedDiff(x2.CPUs, x0.CPUs))
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if len(r.NetProg) > 0 {
+		fmt.Fprintf(w, "\n## rauha's egress programs in the network exchanges (kernel BPF statistics, one more exchange each after the rounds; share: their time per unit / the client's CPU time per unit outside a zone)\n\n")
+		fmt.Fprintln(w, "| variant | exchange | program | runs per unit | ns per run | µs per unit | share |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		vs := r.netVariants()
+		for _, p := range r.NetProg {
+			share := "-"
+			if len(vs) > 0 {
+				if out, ok := r.netFind(vs[0], p.Metric); ok && out.CPUus > 0 {
+					share = fmt.Sprintf("%.1f%%", 100*p.RunsPerUnit*p.NsPerRun/1e3/out.CPUus)
+				}
+			}
+			unit := p.Metric
+			for _, m := range netMetrics {
+				if m.name == p.Metric {
+					unit = m.per
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %.2f per %s | %.0f | %.2f | %s |\n", p.Variant, p.Metric, p.Program,
+				p.RunsPerUnit, unit, p.NsPerRun, p.RunsPerUnit*p.NsPerRun/1e3, share)
+		}
+	}
 	if len(r.Scale) > 0 {
 		fmt.Fprintf(w, "\n## Scale (ms, median / p90, with N sleeping containers alive; one runtime at a time, not interleaved; each create after %s without a cgroup move, so that it waits for the kernel's cgroup-migration lock at every level)\n\n", idleBeforeCreate)
 		fmt.Fprintln(w, "| runtime | live | create | state | list | delete --force |")
@@ -345,7 +497,7 @@ func (r *results) print(w io.Writer) {
 			fmt.Fprintln(w, line)
 		}
 	}
-	fmt.Fprintf(w, "\n## Targets (issue 6)\n\n| target | value | limit | met |\n|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n## Targets (issues 6 and 19)\n\n| target | value | limit | met |\n|---|---|---|---|\n")
 	for _, t := range r.Targets {
 		met := "yes"
 		if !t.Met {
@@ -355,12 +507,48 @@ func (r *results) print(w io.Writer) {
 		if t.Detail != "" {
 			detail = " (" + t.Detail + ")"
 		}
-		fmt.Fprintf(w, "| %s%s | %.3f %s | %.2f | %s |\n", t.Name, detail, t.Value, t.Unit, t.Limit, met)
+		limit := fmt.Sprintf("%.2f", t.Limit)
+		if t.AtLeast {
+			limit = ">= " + limit
+		}
+		fmt.Fprintf(w, "| %s%s | %.3f %s | %s | %s |\n", t.Name, detail, t.Value, t.Unit, limit, met)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "\nERROR: %s\n", e)
 	}
 	fmt.Fprintf(w, "\nloadavg at end: %s\n", r.LoadAvg)
+}
+
+// pairedRatio is the median over rounds of a[i]/b[i]: the variants of a
+// round ran within a second of each other, so the ratio of a round is
+// little touched by load that comes and goes on the host.
+func pairedRatio(a, b []float64) float64 {
+	var q []float64
+	for i := range min(len(a), len(b)) {
+		q = append(q, a[i]/b[i])
+	}
+	return median(q)
+}
+
+// pairedDiff is the median over rounds of a[i]-b[i].
+func pairedDiff(a, b []float64) float64 {
+	var d []float64
+	for i := range min(len(a), len(b)) {
+		d = append(d, a[i]-b[i])
+	}
+	return median(d)
+}
+
+// hdrOf is the header of the network tables.
+func hdrOf(vs []string) string {
+	line := "| metric |"
+	for _, v := range vs {
+		line += " " + v + " |"
+	}
+	if len(vs) == 3 {
+		line += " egress zone / zone without egress rules | egress zone / outside |"
+	}
+	return line
 }
 
 func rssStr(k int64) string {

@@ -36,3 +36,46 @@ func TestEvaluateScaleTarget(t *testing.T) {
 		t.Errorf("detail %q, want %q", got.Detail, want)
 	}
 }
+
+// The network targets compare each round's egress-zone rate with the same
+// round's rate outside a zone; they are met at 0.95 or more.
+func TestEvaluateNetTargets(t *testing.T) {
+	vs := []string{"runc-1.1.5 (outside a zone)", "rauha, zone without egress rules", "rauha, zone with 8 egress rules"}
+	rates := [][]float64{{100, 200, 1000}, {99, 198, 990}, {90, 196, 980}}
+	r := &results{Runtimes: []runtimeInfo{{Name: "runc-1.1.5"}, {Name: "rauha"}}}
+	for i, v := range vs {
+		for _, m := range netMetrics {
+			r.Net = append(r.Net, netRow{Variant: v, Metric: m.name, Unit: m.unit, Runs: 3, Rates: rates[i]})
+		}
+	}
+	r.evaluate()
+	if len(r.Targets) != len(netMetrics) {
+		t.Fatalf("targets %+v, want one per metric", r.Targets)
+	}
+	for _, got := range r.Targets {
+		// round ratios 0.90, 0.98, 0.98: the median is 0.98
+		if got.Value != 0.98 || !got.Met || !got.AtLeast {
+			t.Errorf("%s: value %v met %v at least %v, want 0.98, met, at least", got.Name, got.Value, got.Met, got.AtLeast)
+		}
+	}
+}
+
+// Over six turns, each of three variants runs right before each other one
+// equally often.
+func TestNetOrderBalanced(t *testing.T) {
+	before := map[[2]int]int{}
+	for turn := 0; turn < 6; turn++ {
+		o := netOrder(turn, 3)
+		for k := 0; k+1 < len(o); k++ {
+			before[[2]int{o[k], o[k+1]}]++
+		}
+	}
+	if len(before) != 6 {
+		t.Fatalf("adjacent pairs %v, want all 6", before)
+	}
+	for p, n := range before {
+		if n != 2 {
+			t.Errorf("%v adjacent %d times, want 2", p, n)
+		}
+	}
+}

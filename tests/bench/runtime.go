@@ -143,9 +143,15 @@ func newBench(c config) (*bench, error) {
 		return nil, errors.New("no runc to compare with")
 	}
 	// rauha: a container without annotations (its own zone, preset
-	// standard), and the two ends of the zone-cost comparison.
+	// standard), the two ends of the zone-cost comparison, and a zone with
+	// egress rules (the network part's, which differs from privileged in
+	// those rules alone).
+	egress := filepath.Join(c.work, "egress.toml")
+	if err := os.WriteFile(egress, []byte(egressPolicy(c.netAddr)), 0o644); err != nil {
+		return nil, err
+	}
 	for _, v := range []struct{ name, policy string }{
-		{"rauha", ""}, {"rauha-privileged", "privileged"}, {"rauha-strict", "strict"},
+		{"rauha", ""}, {"rauha-privileged", "privileged"}, {"rauha-strict", "strict"}, {"rauha-egress", egress},
 	} {
 		var ann map[string]string
 		if v.policy != "" {
@@ -181,7 +187,8 @@ func (b *bench) runcs() []*runtime {
 // bundle writes a bundle directory for one container: the base config with
 // args, its own absolute cgroup and the runtime's annotations; the rootfs is
 // shared (absolute path), so hundreds of bundles cost one config.json each.
-func (b *bench) bundle(r *runtime, id string, args []string, extra map[string]string) (string, error) {
+// edit, when given, changes the config last.
+func (b *bench) bundle(r *runtime, id string, args []string, extra map[string]string, edit ...func(cfg map[string]any)) (string, error) {
 	var cfg map[string]any
 	data, _ := json.Marshal(b.base)
 	if err := json.Unmarshal(data, &cfg); err != nil {
@@ -202,6 +209,9 @@ func (b *bench) bundle(r *runtime, id string, args []string, extra map[string]st
 	}
 	if len(ann) > 0 {
 		cfg["annotations"] = ann
+	}
+	for _, e := range edit {
+		e(cfg)
 	}
 	dir := filepath.Join(b.cfg.work, "bundles", r.name, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
