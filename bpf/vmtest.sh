@@ -38,6 +38,19 @@ if [ "$matrix" = 1 ]; then
 	make -C "$repo" --no-print-directory build >&2
 	bins=$repo/rauha
 	cp "$repo/tests/vm/matrix.sh" "$repo/tests/vm/filedeny.sh" "$payload/bin/"
+	# The bats helpers the matrix's attacks need (bpf(2) on a pin, code run
+	# without an execve), and the host's dynamic loader with the libc and a
+	# dynamic binary it runs: the guest has neither.
+	for h in bpfget execroute; do
+		(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$payload/bin/$h" "./tests/bats/helpers/$h")
+	done
+	ld=/lib64/ld-linux-x86-64.so.2
+	if [ -e "$ld" ] && [ -x /bin/true ]; then
+		mkdir -p "$payload/ld"
+		cp -L "$ld" "$payload/ld/"
+		cp -L "$(ldd /bin/true | awk '$1 ~ /^libc\.so/ {print $3}')" "$payload/ld/"
+		cp /bin/true "$payload/ld/true"
+	fi
 fi
 
 kernels=("$@")
