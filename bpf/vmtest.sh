@@ -38,10 +38,21 @@ if [ "$matrix" = 1 ]; then
 	make -C "$repo" --no-print-directory build >&2
 	bins=$repo/rauha
 	cp "$repo/tests/vm/matrix.sh" "$repo/tests/vm/filedeny.sh" "$payload/bin/"
-	# matrix.sh puts it into its containers: signals by other routes than kill(2).
-	(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$payload/bin/sigsend" ./tests/bats/helpers/sigsend)
-	# filedeny.sh's file routes: xattrs and unix sockets, which busybox lacks.
-	(cd "$repo" && CGO_ENABLED=0 go build -o "$payload/bin/fileattack" ./tests/bats/helpers/fileattack)
+	# The bats helpers the matrix's and filedeny.sh's attacks need: bpf(2)
+	# on a pin, code run without an execve, signals by other routes than
+	# kill(2), xattrs and unix sockets (busybox has none of them); and the
+	# host's dynamic loader with the libc and a dynamic binary it runs: the
+	# guest has neither.
+	for h in bpfget execroute sigsend fileattack; do
+		(cd "$repo" && CGO_ENABLED=0 go build -trimpath -o "$payload/bin/$h" "./tests/bats/helpers/$h")
+	done
+	ld=/lib64/ld-linux-x86-64.so.2
+	if [ -e "$ld" ] && [ -x /bin/true ]; then
+		mkdir -p "$payload/ld"
+		cp -L "$ld" "$payload/ld/"
+		cp -L "$(ldd /bin/true | awk '$1 ~ /^libc\.so/ {print $3}')" "$payload/ld/"
+		cp /bin/true "$payload/ld/true"
+	fi
 fi
 
 kernels=("$@")

@@ -35,16 +35,18 @@ func sealedShim() (*os.File, error) {
 }
 
 // shimArgs is the argv that makes the shim, passed as fd shimFD, enter the
-// ruleset passed as fd rulesetFD and then exec args, reporting a failure on
-// fd statusFD (none when it is negative).
+// ruleset passed as fd rulesetFD (none when it is negative) and then exec
+// args, reporting a failure on fd statusFD (none when it is negative).
 func shimArgs(rulesetFD, shimFD, statusFD int, args []string) []string {
-	status := "-"
-	if statusFD >= 0 {
-		status = strconv.Itoa(statusFD)
+	fd := func(n int) string {
+		if n < 0 {
+			return "-"
+		}
+		return strconv.Itoa(n)
 	}
 	return append([]string{
 		"/proc/self/fd/" + strconv.Itoa(shimFD), shimMarker,
-		strconv.Itoa(rulesetFD), strconv.Itoa(shimFD), status,
+		fd(rulesetFD), strconv.Itoa(shimFD), fd(statusFD),
 	}, args...)
 }
 
@@ -83,5 +85,27 @@ func Wrap(p *libcontainer.Process, ruleset, status *os.File) (cleanup func(), er
 		p.ExtraFiles = append(p.ExtraFiles, status)
 	}
 	p.Args = shimArgs(rulesetFD, rulesetFD+1, statusFD, p.Args)
+	return func() { shim.Close() }, nil
+}
+
+// ReportExec makes p start through the shim without entering a domain: the
+// shim only execs p's Args and writes to status (not nil) why that failed.
+// It is for a workload whose exec an LSM hook may refuse (the bpf-lsm deny
+// lists): libcontainer's init would fail that exec after "start" has
+// returned, with nobody left to tell. Cleanup as for Wrap.
+func ReportExec(p *libcontainer.Process, status *os.File) (cleanup func(), err error) {
+	if status == nil {
+		return nil, errors.New("start process through the exec shim: no status file")
+	}
+	if len(p.Args) == 0 {
+		return nil, errors.New("start process through the exec shim: the process has no args")
+	}
+	shim, err := sealedShim()
+	if err != nil {
+		return nil, err
+	}
+	shimFD := 3 + len(p.ExtraFiles)
+	p.ExtraFiles = append(p.ExtraFiles, shim, status)
+	p.Args = shimArgs(-1, shimFD, shimFD+1, p.Args)
 	return func() { shim.Close() }, nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/runc/libcontainer"
 	"golang.org/x/sys/unix"
 )
 
@@ -313,5 +314,60 @@ func TestStatusFD(t *testing.T) {
 				t.Errorf("stderr: %q, want nothing", errb.String())
 			}
 		})
+	}
+}
+
+// TestReportExec checks the shim without a ruleset: it enters no domain,
+// execs the workload, and reports a failed exec on the status fd only.
+func TestReportExec(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "data")
+	mustOK(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644))
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		report string
+		code   int
+	}{
+		{"cannot exec", []string{notExec}, "exec: \"" + notExec + "\": permission denied\n", 126},
+		{"not found", []string{"nosuch-" + filepath.Base(dir)}, "exec: \"nosuch-" + filepath.Base(dir) + "\": executable file not found in $PATH\n", 127},
+		// A Landlock domain would make the workload's landlock_restrict_self
+		// need no_new_privs: without one, the workload starts unconfined.
+		{"ran", []string{"grep", "-q", "NoNewPrivs:\t0", "/proc/self/status"}, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			statusR, statusW, err := os.Pipe()
+			mustOK(t, err)
+			defer statusR.Close()
+			p := &libcontainer.Process{Args: tc.args}
+			cleanup, err := ReportExec(p, statusW)
+			mustOK(t, err)
+			defer cleanup()
+			c := exec.Command(p.Args[0], p.Args[1:]...)
+			c.ExtraFiles = p.ExtraFiles
+			c.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+			var errb bytes.Buffer
+			c.Stderr = &errb
+			mustOK(t, c.Start())
+			statusW.Close()
+			got, err := io.ReadAll(statusR)
+			mustOK(t, err)
+			err = c.Wait()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else {
+				mustOK(t, err)
+			}
+			if string(got) != tc.report || code != tc.code {
+				t.Errorf("status fd %q, exit %d; want %q, exit %d (stderr %q)", got, code, tc.report, tc.code, errb.String())
+			}
+			if errb.Len() != 0 {
+				t.Errorf("stderr: %q, want nothing", errb.String())
+			}
+		})
+	}
+	if _, err := ReportExec(&libcontainer.Process{Args: []string{"true"}}, nil); err == nil {
+		t.Error("ReportExec without a status file: no error")
 	}
 }

@@ -245,8 +245,10 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 }
 
 // PrepareProcess wraps p in the Landlock shim when the zone has filesystem,
-// exec or scoping rules, and for the init of a zone with exec rules raises
-// vm.memfd_noexec in its new pid namespace (execroutes.go).
+// exec or scoping rules (an init on bpf-lsm whose zone has only deny lists:
+// in the shim without a domain, prepareExecReport), and for the init of a
+// zone with exec rules raises vm.memfd_noexec in its new pid namespace
+// (execroutes.go).
 func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
 	started, release, err = ke.prepareLandlock(z, cfg, p, initPid, execStatus)
 	if err != nil || initPid != 0 || !hasExecRules(&z.Policy) || !memfdBySysctl(cfg) {
@@ -302,7 +304,7 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 		return nil, noop, wrapLandlockErr(z, err)
 	}
 	if rs == nil {
-		return nil, noop, nil
+		return ke.prepareExecReport(z, p, execStatus)
 	}
 	args := p.Args
 	cleanup, err := landlock.Wrap(p, rs, execStatus)
@@ -321,6 +323,28 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 		return nil
 	}
 	return started, func() { cleanup(); rs.Close() }, nil
+}
+
+// prepareExecReport starts a bpf-lsm init without a Landlock domain through
+// the exec shim when the zone has deny lists: lsm/bprm_check_security (or
+// lsm/file_open, for a filesystem.deny path) refuses a denied entrypoint in
+// the init's execve, after the exec fifo has let "start" return, and
+// libcontainer's init would exit with nobody to tell. The shim reports the
+// error to start and run as the Landlock one does, and a missing command
+// is still reported at create (lookPathIn), as runc does. A zone that gets
+// its first deny list between create and start is not covered.
+func (ke *kernelEnforcer) prepareExecReport(z *zone.Zone, p *libcontainer.Process, execStatus *os.File) (started func(pid int) error, release func(), err error) {
+	noop := func() {}
+	if !ke.k.LSM() || execStatus == nil || len(z.Policy.Filesystem.Deny)+len(z.Policy.Exec.Deny) == 0 {
+		return nil, noop, nil
+	}
+	orig := &libcontainer.Process{Args: p.Args, Env: p.Env, Cwd: p.Cwd}
+	cleanup, err := landlock.ReportExec(p, execStatus)
+	if err != nil {
+		return nil, noop, fmt.Errorf("zone %s: %w", z.Name, err)
+	}
+	started = func(pid int) error { return lookPathIn(procRoot(pid), orig) }
+	return started, cleanup, nil
 }
 
 func wrapLandlockErr(z *zone.Zone, err error) error {

@@ -7,7 +7,12 @@
 // CVE-2019-5736) and hands it the ruleset fd; the shim enters the domain and
 // execs the real program.
 //
-// argv: /proc/self/fd/<shim> rauha-landlock-shim <ruleset fd> <shim fd> <status fd|-> <argv...>
+// argv: /proc/self/fd/<shim> rauha-landlock-shim <ruleset fd|-> <shim fd> <status fd|-> <argv...>
+//
+// Without a ruleset ("-") the shim enters no domain: it only execs and
+// reports. The bpf-lsm backend starts an init that way when the zone's deny
+// lists could refuse the entrypoint in an LSM hook, so that the refusal
+// reaches "rauha start" as the Landlock one does.
 //
 // It fails closed: whenever the domain cannot be entered the workload is not
 // run. Exit codes: 125 = not confined (the workload never ran), 126 = found
@@ -278,31 +283,9 @@ static void __attribute__((noreturn)) unconfined(const char *what, i64 err) {
 	die(EXIT_UNCONFINED);
 }
 
-void __attribute__((noreturn, used)) shim_main(i64 *sp) {
-	i64 argc = sp[0];
-	char **argv = (char **)(sp + 1);
-	char **envp = argv + argc + 1;
-
-	if (argc < 6 || !streq(argv[1], "rauha-landlock-shim")) {
-		say("must be started by the rauha runtime (usage: shim rauha-landlock-shim RULESET_FD SHIM_FD STATUS_FD|- ARGV...)", 0, 0, 0);
-		die(EXIT_UNCONFINED);
-	}
-	i64 ruleset = parse_fd(argv[2]);
-	i64 self = parse_fd(argv[3]);
-	i64 status = streq(argv[4], "-") ? -1 : parse_fd(argv[4]);
-	if (ruleset < 3 || self < 3 || (status < 3 && !streq(argv[4], "-"))) {
-		say("bad file descriptor arguments \"", argv[2], "\" \"", argv[3]);
-		die(EXIT_UNCONFINED);
-	}
-	// Close-on-exec, or closed now: the workload must never hold it. A
-	// profile that denies fcntl costs the report, not the workload.
-	if (status >= 0) {
-		if (sys3(NR_fcntl, status, F_SETFD, FD_CLOEXEC) == 0)
-			status_fd = status;
-		else
-			sys3(NR_close, status, 0, 0);
-	}
-
+// enter_domain restricts the shim, and so the workload, to ruleset; it
+// returns only when that worked.
+static void enter_domain(i64 ruleset) {
 	i64 abi = sys3(NR_landlock_create_ruleset, 0, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	if (abi < 0)
 		unconfined("landlock_create_ruleset(version)", -abi);
@@ -321,11 +304,41 @@ void __attribute__((noreturn, used)) shim_main(i64 *sp) {
 	}
 	if (r < 0)
 		unconfined("landlock_restrict_self", -r);
+}
+
+void __attribute__((noreturn, used)) shim_main(i64 *sp) {
+	i64 argc = sp[0];
+	char **argv = (char **)(sp + 1);
+	char **envp = argv + argc + 1;
+
+	if (argc < 6 || !streq(argv[1], "rauha-landlock-shim")) {
+		say("must be started by the rauha runtime (usage: shim rauha-landlock-shim RULESET_FD|- SHIM_FD STATUS_FD|- ARGV...)", 0, 0, 0);
+		die(EXIT_UNCONFINED);
+	}
+	i64 ruleset = streq(argv[2], "-") ? -1 : parse_fd(argv[2]);
+	i64 self = parse_fd(argv[3]);
+	i64 status = streq(argv[4], "-") ? -1 : parse_fd(argv[4]);
+	if ((ruleset < 3 && !streq(argv[2], "-")) || self < 3 || (status < 3 && !streq(argv[4], "-"))) {
+		say("bad file descriptor arguments \"", argv[2], "\" \"", argv[3]);
+		die(EXIT_UNCONFINED);
+	}
+	// Close-on-exec, or closed now: the workload must never hold it. A
+	// profile that denies fcntl costs the report, not the workload.
+	if (status >= 0) {
+		if (sys3(NR_fcntl, status, F_SETFD, FD_CLOEXEC) == 0)
+			status_fd = status;
+		else
+			sys3(NR_close, status, 0, 0);
+	}
+
+	if (ruleset >= 0) {
+		enter_domain(ruleset);
+		sys3(NR_close, ruleset, 0, 0);
+	}
 
 	// The workload must see exactly the fds the caller preserved: ours are the
 	// last passed files, so closing them keeps LISTEN_FDS/--preserve-fds
 	// numbering intact.
-	sys3(NR_close, ruleset, 0, 0);
 	sys3(NR_close, self, 0, 0);
 
 	run(argv + 5, envp);

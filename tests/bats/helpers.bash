@@ -411,15 +411,6 @@ deny_entrypoint() {
 	set_args "$1" /usr/local/bin/sleep 100
 }
 
-# requires_shim_exec ZONE: skip unless ZONE's exec rules are enforced by the
-# Landlock exec shim (the landlock backend), the path that reports a denied
-# entrypoint back to start and run.
-requires_shim_exec() {
-	local backend
-	backend=$(rt zone verify "$1" --format json | jq -r .backend)
-	[[ $backend == landlock ]] || skip "the $backend backend denies the entrypoint in the init, after start has returned"
-}
-
 # pin_dir_of ROOT: the BPF pin directory rauha uses for state root ROOT
 # (bpf.PinDirFor: the first 6 bytes of sha256(root); the pin directory
 # records its root as the symbolic link root).

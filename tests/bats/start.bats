@@ -76,7 +76,6 @@ load helpers
 
 	deny_entrypoint b
 	create_ct c1
-	requires_shim_exec noexec
 	rrun rt start c1
 	assert_error_line 'unable to start container process: exec: .*/usr/local/bin/sleep.*: permission denied'
 	wait_status c1 stopped

@@ -7,6 +7,9 @@
 //	execroute mmap-exec FILE
 //	    write x86-64 code that returns 42 to FILE, map FILE with PROT_EXEC
 //	    and call it; prints "ran: 42"
+//	execroute mprotect-exec FILE
+//	    map FILE (an existing file) readable, then make the mapping
+//	    executable with mprotect; prints "mapped executable"
 //
 // A refused step prints "STEP: ERROR" on stderr and exits 126.
 package main
@@ -23,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: execroute memfd-exec exec|noflags FILE ARGS... | mmap-exec FILE")
+		fmt.Fprintln(os.Stderr, "usage: execroute memfd-exec exec|noflags FILE ARGS... | mmap-exec FILE | mprotect-exec FILE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -31,6 +34,8 @@ func main() {
 		memfdExec(os.Args[2], os.Args[3], os.Args[4:])
 	case "mmap-exec":
 		mmapExec(os.Args[2])
+	case "mprotect-exec":
+		mprotectExec(os.Args[2])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", os.Args[1])
 		os.Exit(2)
@@ -88,4 +93,21 @@ func mmapExec(file string) {
 		refused("mmap", err)
 	}
 	fmt.Printf("ran: %d\n", call(uintptr(unsafe.Pointer(&code[0]))))
+}
+
+// mprotectExec maps file without PROT_EXEC, which no exec rule judges, and
+// asks for it afterwards.
+func mprotectExec(file string) {
+	fd, err := unix.Open(file, unix.O_RDONLY, 0)
+	if err != nil {
+		refused("open", err)
+	}
+	m, err := unix.Mmap(fd, 0, 4096, unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		refused("mmap", err)
+	}
+	if err := unix.Mprotect(m, unix.PROT_READ|unix.PROT_EXEC); err != nil {
+		refused("mprotect", err)
+	}
+	fmt.Println("mapped executable")
 }
