@@ -343,7 +343,7 @@ func (ke *kernelEnforcer) prepareExecReport(z *zone.Zone, p *libcontainer.Proces
 	if err != nil {
 		return nil, noop, fmt.Errorf("zone %s: %w", z.Name, err)
 	}
-	started = func(pid int) error { return lookPathIn(procRoot(pid), orig) }
+	started = func(pid int) error { return process.LookPathIn(procRoot(pid), orig) }
 	return started, cleanup, nil
 }
 
