@@ -8,24 +8,7 @@
 
 load helpers
 load zone_helpers
-
-# The teardown of zone_helpers.bash, run after the plain runc containers of
-# the test are gone.
-eval "zone_$(declare -f teardown)"
-teardown() {
-	local id
-	if [[ -d $BATS_TEST_TMPDIR/runc ]]; then
-		for id in $(plain list -q 2>/dev/null); do
-			plain delete --force "$id" >/dev/null 2>&1 || true
-		done
-	fi
-	zone_teardown
-}
-
-# plain ARGS...: plain runc with a root of this test's own.
-plain() {
-	timeout "$RT_TIMEOUT" "${RUNC:-/usr/sbin/runc}" --root "$BATS_TEST_TMPDIR/runc" "$@"
-}
+load runc_helpers
 
 # pids_max BUNDLE: the pids.max of the bundle's container (cgroup v1 pids).
 pids_max() {

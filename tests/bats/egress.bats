@@ -9,22 +9,7 @@
 
 load helpers
 load zone_helpers
-
-RUNC=${RUNC:-/usr/sbin/runc}
-
-eval "zone_$(declare -f teardown)"
-teardown() {
-	local id
-	for id in $(plain list -q 2>/dev/null); do
-		plain delete --force "$id" >/dev/null 2>&1 || true
-	done
-	zone_teardown
-}
-
-# plain CMD...: plain runc, with a state root of this test.
-plain() {
-	timeout -k 5 "$RT_TIMEOUT" "$RUNC" --root "$BATS_TEST_TMPDIR/runc" "$@"
-}
+load runc_helpers
 
 # plain_run ID [BUNDLE]: runc run -d, failing the test on error.
 plain_run() {
