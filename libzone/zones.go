@@ -131,18 +131,14 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 }
 
 // applyListing pushes again the policies of the zones whose
-// network.allowed_zones names zone name, which has just been created: names
-// become zone ids when a policy is pushed, and a name with no zone then
-// allowed nothing.
+// network.allowed_zones or signals.allowed_zones name zone name, which has
+// just been created: names become zone ids when a policy is pushed, and a
+// name with no zone then allowed nothing.
 func (e *Engine) applyListing(enf Enforcer, name string) error {
 	var listing []string
 	err := e.store.View(func(tx *zone.Tx) error {
 		zs, err := tx.Zones()
-		for _, z := range zs {
-			if l := z.Policy.Network.AllowedZones; z.Name != name && l != nil && slices.Contains(*l, name) {
-				listing = append(listing, z.Name)
-			}
-		}
+		listing = zonesListing(zs, name)
 		return err
 	})
 	if err != nil {
@@ -154,6 +150,19 @@ func (e *Engine) applyListing(enf Enforcer, name string) error {
 		}
 	}
 	return nil
+}
+
+// zonesListing names the zones of zs, other than name itself, whose
+// network.allowed_zones or signals.allowed_zones list name.
+func zonesListing(zs []zone.Zone, name string) []string {
+	var out []string
+	for _, z := range zs {
+		net := z.Policy.Network.AllowedZones
+		if z.Name != name && (net != nil && slices.Contains(*net, name) || slices.Contains(z.Policy.Signals.AllowedZones, name)) {
+			out = append(out, z.Name)
+		}
+	}
+	return out
 }
 
 // UpdateZone replaces a zone's policy; running members see the change on
