@@ -33,6 +33,10 @@ func fileOp(op string, args []string) (err error, ok bool) {
 		return unix.Link(args[0], args[1]), true
 	case "rename": // rename <old> <new>
 		return unix.Rename(args[0], args[1]), true
+	case "unlink":
+		return unix.Unlink(args[0]), true
+	case "rmdir":
+		return unix.Rmdir(args[0]), true
 	case "unix-connect", "unix-dgram-connect", "unix-sendto": // <op> <socket path>
 		typ := unix.SOCK_STREAM
 		if op != "unix-connect" {
@@ -99,7 +103,7 @@ func TestLSMFileRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl", "lsm/inode_link",
-		"lsm/inode_rename", "lsm/unix_stream_connect", "lsm/unix_may_send"} {
+		"lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir", "lsm/unix_stream_connect", "lsm/unix_may_send"} {
 		if !slices.Contains(att, want) {
 			t.Errorf("%s is not attached: %q", want, att)
 		}
@@ -224,6 +228,75 @@ func TestLSMFileRoutes(t *testing.T) {
 		event(HookLSMFileOpen, privIno, "late")
 		inA.expect(t, "ok", "open", roFile) // read_only is not a deny
 		host.expect(t, "ok", "open", late)
+	})
+
+	t.Run("inode_unlink and inode_rmdir", func(t *testing.T) {
+		inA.expect(t, "EACCES", "unlink", denied)
+		event(HookLSMInodeUnlink, deniedIno, "")
+		inA.expect(t, "EACCES", "unlink", late)   // below a denied directory
+		inA.expect(t, "EACCES", "unlink", roFile) // below a read_only one
+		empty := filepath.Join(dir, "private/empty")
+		if err := os.Mkdir(empty, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "EACCES", "rmdir", empty)
+		event(HookLSMInodeRmdir, privIno, "empty")
+		// Replacing a denied file removes it too.
+		inA.expect(t, "EACCES", "rename", filepath.Join(dir, "free/l6"), denied)
+		event(HookLSMInodeRename, deniedIno, "")
+		inA.expect(t, "ok", "unlink", filepath.Join(dir, "free/l6"))
+		host.expect(t, "ok", "rmdir", empty)
+		for _, f := range []string{denied, late, roFile} {
+			if _, err := os.Stat(f); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	})
+
+	// A listed name denies what is created or moved there after the push
+	// (a deny path that did not exist when it was resolved), and, when it
+	// is a directory, what is below it. Without the name the same file is
+	// open to the zone.
+	t.Run("a denied name created later", func(t *testing.T) {
+		freeDev, freeIno := statDevIno(t, filepath.Join(dir, "free"))
+		q := p
+		q.FileTrees = false // the names alone
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		secret := mk("free/secret")
+		inA.expect(t, "ok", "open", secret)
+		q.FileNames = []FileDenyName{{Dev: freeDev, Ino: freeIno, Name: "secret", Mask: FileOpen},
+			{Dev: freeDev, Ino: freeIno, Name: "secretdir", Mask: FileOpen}}
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := k.PolicyOf(zoneA); err != nil || !got.Equal(q) {
+			t.Errorf("PolicyOf = %+v, %v; want %+v", got, err, q.Normalize())
+		}
+		inA.expect(t, "EACCES", "open", secret)
+		event(HookLSMFileOpen, freeIno, "secret")
+		host.expect(t, "ok", "open", secret)
+		inA.expect(t, "EACCES", "chmod", secret)
+		inA.expect(t, "EACCES", "unlink", secret)
+		inA.expect(t, "ok", "open", free) // a sibling
+		// Moved into the name by the zone itself.
+		if err := os.Remove(secret); err != nil {
+			t.Fatal(err)
+		}
+		other := mk("free/other")
+		inA.expect(t, "ok", "rename", other, secret)
+		inA.expect(t, "EACCES", "open", secret)
+		event(HookLSMFileOpen, freeIno, "secret")
+		// A directory made at the name: what is below it too.
+		below := mk("free/secretdir/sub/file")
+		inA.expect(t, "EACCES", "open", below)
+		event(HookLSMFileOpen, freeIno, "secretdir")
+		inA.expect(t, "ok", "open", mk("free/secretdir2/file"))
+		if err := k.SetPolicy(zoneA, p); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "ok", "open", secret)
 	})
 
 	t.Run("unix_stream_connect", func(t *testing.T) {
