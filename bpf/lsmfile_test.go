@@ -147,7 +147,7 @@ func TestLSMFileRoutes(t *testing.T) {
 	_, privIno := statDevIno(t, filepath.Join(dir, "private"))
 	_, deniedIno := statDevIno(t, denied)
 
-	event := func(hook Hook, ino uint64, name string) {
+	event := func(t *testing.T, hook Hook, ino uint64, name string) {
 		t.Helper()
 		ev := drainUntil(t, k, func(e Event) bool {
 			return e.Zone == zoneA && e.Control == ControlFile && e.Hook == hook && e.Verdict == VerdictDenied
@@ -170,7 +170,7 @@ func TestLSMFileRoutes(t *testing.T) {
 			inA.expect(t, "EACCES", op, late)
 			inA.expect(t, "ok", op, free)
 		}
-		event(HookLSMInodeSetattr, deniedIno, "")
+		event(t, HookLSMInodeSetattr, deniedIno, "")
 		host.expect(t, "ok", "chmod", roFile)
 		host.expect(t, "ok", "utimes", denied)
 	})
@@ -178,14 +178,14 @@ func TestLSMFileRoutes(t *testing.T) {
 	t.Run("inode_setxattr", func(t *testing.T) {
 		inA.expect(t, "EACCES", "setxattr", denied)
 		inA.expect(t, "EACCES", "setxattr", roFile)
-		event(HookLSMInodeSetxattr, deniedIno, "")
+		event(t, HookLSMInodeSetxattr, deniedIno, "")
 		notDenied(inA, "setxattr", free) // ok, or EOPNOTSUPP where the file system has no xattrs
 		notDenied(host, "setxattr", denied)
 	})
 
 	t.Run("inode_removexattr", func(t *testing.T) {
 		inA.expect(t, "EACCES", "removexattr", denied)
-		event(HookLSMInodeRemovexattr, deniedIno, "")
+		event(t, HookLSMInodeRemovexattr, deniedIno, "")
 		notDenied(host, "removexattr", denied)
 	})
 
@@ -211,28 +211,28 @@ func TestLSMFileRoutes(t *testing.T) {
 		inA.expect(t, "EACCES", "link", denied, filepath.Join(dir, "free/l1"))
 		inA.expect(t, "EACCES", "link", late, filepath.Join(dir, "free/l2"))
 		inA.expect(t, "EACCES", "link", roFile, filepath.Join(dir, "free/l3"))
-		event(HookLSMInodeLink, deniedIno, "")
+		event(t, HookLSMInodeLink, deniedIno, "")
 		inA.expect(t, "ok", "link", free, filepath.Join(dir, "free/l4"))
 		host.expect(t, "ok", "link", denied, filepath.Join(dir, "free/l5"))
 	})
 
 	t.Run("inode_rename", func(t *testing.T) {
 		inA.expect(t, "EACCES", "rename", late, filepath.Join(dir, "free/moved"))
-		event(HookLSMInodeRename, privIno, "late")
+		event(t, HookLSMInodeRename, privIno, "late")
 		inA.expect(t, "EACCES", "rename", denied, filepath.Join(dir, "free/moved"))
 		inA.expect(t, "ok", "rename", filepath.Join(dir, "free/l4"), filepath.Join(dir, "free/l6"))
 	})
 
 	t.Run("file_open below a denied directory", func(t *testing.T) {
 		inA.expect(t, "EACCES", "open", late)
-		event(HookLSMFileOpen, privIno, "late")
+		event(t, HookLSMFileOpen, privIno, "late")
 		inA.expect(t, "ok", "open", roFile) // read_only is not a deny
 		host.expect(t, "ok", "open", late)
 	})
 
 	t.Run("inode_unlink and inode_rmdir", func(t *testing.T) {
 		inA.expect(t, "EACCES", "unlink", denied)
-		event(HookLSMInodeUnlink, deniedIno, "")
+		event(t, HookLSMInodeUnlink, deniedIno, "")
 		inA.expect(t, "EACCES", "unlink", late)   // below a denied directory
 		inA.expect(t, "EACCES", "unlink", roFile) // below a read_only one
 		empty := filepath.Join(dir, "private/empty")
@@ -240,10 +240,10 @@ func TestLSMFileRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		inA.expect(t, "EACCES", "rmdir", empty)
-		event(HookLSMInodeRmdir, privIno, "empty")
+		event(t, HookLSMInodeRmdir, privIno, "empty")
 		// Replacing a denied file removes it too.
 		inA.expect(t, "EACCES", "rename", filepath.Join(dir, "free/l6"), denied)
-		event(HookLSMInodeRename, deniedIno, "")
+		event(t, HookLSMInodeRename, deniedIno, "")
 		inA.expect(t, "ok", "unlink", filepath.Join(dir, "free/l6"))
 		host.expect(t, "ok", "rmdir", empty)
 		for _, f := range []string{denied, late, roFile} {
@@ -275,7 +275,7 @@ func TestLSMFileRoutes(t *testing.T) {
 			t.Errorf("PolicyOf = %+v, %v; want %+v", got, err, q.Normalize())
 		}
 		inA.expect(t, "EACCES", "open", secret)
-		event(HookLSMFileOpen, freeIno, "secret")
+		event(t, HookLSMFileOpen, freeIno, "secret")
 		host.expect(t, "ok", "open", secret)
 		inA.expect(t, "EACCES", "chmod", secret)
 		inA.expect(t, "EACCES", "unlink", secret)
@@ -287,11 +287,11 @@ func TestLSMFileRoutes(t *testing.T) {
 		other := mk("free/other")
 		inA.expect(t, "ok", "rename", other, secret)
 		inA.expect(t, "EACCES", "open", secret)
-		event(HookLSMFileOpen, freeIno, "secret")
+		event(t, HookLSMFileOpen, freeIno, "secret")
 		// A directory made at the name: what is below it too.
 		below := mk("free/secretdir/sub/file")
 		inA.expect(t, "EACCES", "open", below)
-		event(HookLSMFileOpen, freeIno, "secretdir")
+		event(t, HookLSMFileOpen, freeIno, "secretdir")
 		inA.expect(t, "ok", "open", mk("free/secretdir2/file"))
 		if err := k.SetPolicy(zoneA, p); err != nil {
 			t.Fatal(err)
@@ -302,15 +302,15 @@ func TestLSMFileRoutes(t *testing.T) {
 	t.Run("unix_stream_connect", func(t *testing.T) {
 		inA.expect(t, "EACCES", "unix-connect", sockDenied)
 		_, sockIno := statDevIno(t, sockDenied)
-		event(HookLSMUnixConnect, sockIno, "")
+		event(t, HookLSMUnixConnect, sockIno, "")
 		inA.expect(t, "EACCES", "unix-connect", sockLate)
-		event(HookLSMUnixConnect, privIno, "sock")
+		event(t, HookLSMUnixConnect, privIno, "sock")
 		host.expect(t, "ok", "unix-connect", sockLate)
 	})
 
 	t.Run("unix_may_send", func(t *testing.T) {
 		inA.expect(t, "EACCES", "unix-sendto", dgramLate)
-		event(HookLSMUnixSend, privIno, "dgram")
+		event(t, HookLSMUnixSend, privIno, "dgram")
 		inA.expect(t, "EACCES", "unix-dgram-connect", dgramLate)
 		host.expect(t, "ok", "unix-sendto", dgramLate)
 	})
