@@ -75,6 +75,8 @@ const (
 	HookLSMUnixSend         = Hook(rauhaHookHOOK_LSM_UNIX_SEND)
 	HookLSMInodeSetACL      = Hook(rauhaHookHOOK_LSM_INODE_SET_ACL)
 	HookLSMInodeRemoveACL   = Hook(rauhaHookHOOK_LSM_INODE_REMOVE_ACL)
+	HookLSMInodeUnlink      = Hook(rauhaHookHOOK_LSM_INODE_UNLINK)
+	HookLSMInodeRmdir       = Hook(rauhaHookHOOK_LSM_INODE_RMDIR)
 )
 
 var hookNames = map[Hook]string{
@@ -92,7 +94,8 @@ var hookNames = map[Hook]string{
 	HookLSMInodeRemovexattr: "lsm/inode_removexattr", HookLSMInodeLink: "lsm/inode_link",
 	HookLSMInodeRename: "lsm/inode_rename", HookLSMUnixConnect: "lsm/unix_stream_connect",
 	HookLSMUnixSend: "lsm/unix_may_send", HookLSMInodeSetACL: "lsm/inode_set_acl",
-	HookLSMInodeRemoveACL: "lsm/inode_remove_acl",
+	HookLSMInodeRemoveACL: "lsm/inode_remove_acl", HookLSMInodeUnlink: "lsm/inode_unlink",
+	HookLSMInodeRmdir: "lsm/inode_rmdir",
 }
 
 func (h Hook) String() string {

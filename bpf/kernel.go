@@ -8,7 +8,8 @@
 //     ptrace_access_check, task_kill, socket_connect, socket_sendmsg and
 //     capable, plus a cgroup-escape guard inside file_open; the deny list
 //     also on inode_setattr, inode_setxattr, inode_removexattr,
-//     inode_set_acl, inode_remove_acl, inode_link, inode_rename,
+//     inode_set_acl, inode_remove_acl, inode_link, inode_rename, inode_unlink,
+//     inode_rmdir,
 //     unix_stream_connect and unix_may_send;
 //   - fallback, for kernels that refuse LSM programs (Landlock enforces files,
 //     exec and signals there): cgroup/connect4|6 and cgroup/sendmsg4|6 on
@@ -99,6 +100,8 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneInodeRemovexattr, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneInodeLink, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneInodeRename, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeUnlink, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZoneInodeRmdir, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneUnixStreamConnect, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneUnixMaySend, lsm: true, attach: ebpf.AttachLSMMac},
 	// ACLs went through inode_setxattr and inode_removexattr before 6.2.
@@ -514,7 +517,7 @@ func backendName(lsm bool) string {
 func (k *Kernel) allMaps() []*ebpf.Map {
 	m := &k.maps
 	return []*ebpf.Map{m.ZoneByCgid, m.ZonePolicy, m.Egress4, m.Egress6, m.ZonePeers,
-		m.FileDeny, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners,
+		m.FileDeny, m.FileDenyNames, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners,
 		m.ZoneAddr, m.MemberAddr, m.ZonesInUse}
 }
 

@@ -22,7 +22,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	k, pinDir := testKernel(t, false)
 
 	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "zone_peers",
-		"file_deny", "zone_counters", "member_netns", "skb_event_limit", "events", "link_observe_sys_exit",
+		"file_deny", "file_deny_names", "zone_counters", "member_netns", "skb_event_limit", "events", "link_observe_sys_exit",
 		"prog_egress_connect4", "prog_egress_connect6", "prog_egress_sendmsg4", "prog_egress_sendmsg6",
 		"prog_egress_skb"} {
 		if !exists(filepath.Join(pinDir, name)) {
@@ -665,5 +665,32 @@ func TestWithdrawGrants(t *testing.T) {
 	}
 	if err := k.WithdrawGrants(MaxZones); err == nil {
 		t.Error("WithdrawGrants accepted an id out of range")
+	}
+}
+
+// Names are validated before they reach the kernel's fixed-size key, and
+// Normalize merges entries for the same name as PolicyOf returns them.
+func TestFileNamesPolicy(t *testing.T) {
+	for _, name := range []string{"", ".", "..", "a/b", "a\x00", strings.Repeat("x", FileNameMax+1)} {
+		p := ZonePolicy{FileNames: []FileDenyName{{Dev: 1, Ino: 2, Name: name, Mask: FileOpen}}}
+		if err := p.validate(1); err == nil {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+	p := ZonePolicy{FileNames: []FileDenyName{{Dev: 1, Ino: 2, Name: strings.Repeat("x", FileNameMax), Mask: FileOpen}}}
+	if err := p.validate(1); err != nil {
+		t.Error(err)
+	}
+	a := ZonePolicy{FileNames: []FileDenyName{{Dev: 1, Ino: 2, Name: "s", Mask: FileOpen}, {Dev: 1, Ino: 2, Name: "s", Mask: FileExec}}}
+	b := ZonePolicy{FileNames: []FileDenyName{{Dev: 1, Ino: 2, Name: "s", Mask: FileOpen | FileExec}}}
+	if !a.Equal(b) || a.Equal(ZonePolicy{}) {
+		t.Errorf("Normalize: %+v", a.Normalize())
+	}
+	s := b.state(3)
+	if s.policy.Flags&uint32(rauhaPolicyFlagPOLICY_FILE_NAMES) == 0 || len(s.names) != 1 {
+		t.Errorf("state: %+v", s)
+	}
+	if got := s.zonePolicy(); !got.Equal(b) {
+		t.Errorf("round trip: %+v, want %+v", got, b)
 	}
 }

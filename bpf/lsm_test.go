@@ -89,7 +89,7 @@ func TestLSM(t *testing.T) {
 		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect",
 		"lsm/file_fcntl", "lsm/file_ioctl", "lsm/file_set_fowner", "lsm/file_free_security", "lsm/file_send_sigiotask",
 		"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl",
-		"lsm/inode_link", "lsm/inode_rename",
+		"lsm/inode_link", "lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir",
 		"lsm/unix_stream_connect", "lsm/unix_may_send"}
 	for _, zone := range []uint32{zoneA, zoneB} {
 		id := strconv.FormatUint(cgids[zone], 10)

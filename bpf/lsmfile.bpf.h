@@ -6,14 +6,19 @@
  *   - metadata: inode_setattr (chmod, chown, utimensat, truncate),
  *     inode_setxattr, inode_removexattr, inode_set_acl and
  *     inode_remove_acl;
- *   - names: inode_link and inode_rename (a denied inode gets no new name
- *     and is not moved out from below a denied directory);
+ *   - names: inode_link, inode_rename, inode_unlink and inode_rmdir (a
+ *     listed inode gets no new name, is not moved out from below a listed
+ *     directory, and is neither removed nor replaced);
  *   - unix sockets: unix_stream_connect and unix_may_send judge the inode
  *     the peer socket is bound to (connect never opens it);
  *   - files that were not there when the list was resolved: a zone whose
  *     list holds directories (POLICY_FILE_TREES) has every check walk up
  *     the directories above the inode, so a file created or moved below a
- *     denied directory after the last push is denied too, whoever made it.
+ *     denied directory after the last push is denied too, whoever made it;
+ *     and a zone whose list holds names (POLICY_FILE_NAMES: a listed path
+ *     that was missing, by its parent directory and final name) has every
+ *     check look up the name of the inode's dentry and of each directory
+ *     above it, so a file created at a denied path later is denied too.
  *
  * Handles need nothing here: open_by_handle_at ends in file_open, which is
  * keyed by inode like every hook here, so any name and any handle of a
@@ -36,17 +41,49 @@ struct walk {
 	__u64 mount;  /* its struct mount; 0 when the hook has only a dentry */
 	__u32 zone;
 	__u32 bits;
-	__u64 ino; /* out: the denied directory */
+	__u64 ino; /* out: the denied directory, or the parent of the denied name */
 	__u32 dev;
 	__u8 hit;
 	__u8 done;
+	__u8 trees; /* the zone lists directories: look each parent up */
+	__u8 names; /* the zone lists names: look each dentry's name up too */
+	__u8 named; /* out: a name denied it; name holds it */
+	char name[FILE_NAME_LEN];
 };
+
+/*
+ * Whether the name of dentry d, in the directory whose inode is parent, is
+ * a denied name of w's zone (file_deny_names). A name too long to be
+ * listed is not looked up.
+ */
+static __always_inline bool name_denied(struct walk *w, struct dentry *d, struct inode *parent)
+{
+	struct file_name_key k = {
+		.zone = w->zone,
+		.dev = BPF_CORE_READ(parent, i_sb, s_dev),
+		.ino = BPF_CORE_READ(parent, i_ino),
+	};
+
+	if (BPF_CORE_READ(d, d_name.len) >= FILE_NAME_LEN)
+		return false;
+	bpf_probe_read_kernel_str(k.name, sizeof(k.name), BPF_CORE_READ(d, d_name.name));
+	__u32 *mask = bpf_map_lookup_elem(&file_deny_names, &k);
+	if (!mask || !(*mask & w->bits))
+		return false;
+	w->hit = w->named = 1;
+	w->dev = k.dev;
+	w->ino = k.ino;
+	__builtin_memcpy(w->name, k.name, sizeof(w->name));
+	return true;
+}
 
 /*
  * One step up: to the parent directory, or, at the root of a mount whose
  * mount is known, to the directory it is mounted on (which is not looked
  * up: its own inode is hidden by the mount). Stops at the root of the
  * mount namespace, or of the file system when the mount is not known.
+ * With names, the name of the dentry it leaves is looked up first: a
+ * listed name denies what is at it and, like a directory, what is below.
  */
 static long walk_up(__u64 i, void *arg)
 {
@@ -74,6 +111,10 @@ static long walk_up(__u64 i, void *arg)
 	w->dentry = (__u64)parent;
 
 	struct inode *inode = BPF_CORE_READ(parent, d_inode);
+	if (w->names && name_denied(w, d, inode))
+		return 1;
+	if (!w->trees)
+		return 0;
 	struct file_key k = {
 		.zone = w->zone,
 		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
@@ -93,9 +134,11 @@ static long walk_up(__u64 i, void *arg)
  * The file_deny decision for inode, reached through dentry d and mount
  * (a struct vfsmount *, 0 when the hook does not know it): the inode
  * itself, then, in a zone whose list holds directories, every directory
- * above it. bits: the file_deny bits that deny this access. Counts the
- * check, and on a denial reports the denied inode (the directory's, with
- * the file's name in path, when a directory denied it).
+ * above it, and in a zone that lists names, the name of d and of every
+ * directory above it. bits: the file_deny bits that deny this access.
+ * Counts the check, and on a denial reports the denied inode (the
+ * directory's, with the file's name in path, when a directory denied it;
+ * the parent's, with the listed name in path, when a name denied it).
  */
 static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
 					__u64 mount, __u32 bits, __u16 control, __u16 hook)
@@ -108,14 +151,16 @@ static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct 
 	};
 	struct policy p;
 	bool below = false;
+	struct walk w = { .dentry = (__u64)d, .zone = zone, .bits = bits };
 
 	count_check(c, control);
 	load_policy(zone, &p);
 	__u32 *mask = bpf_map_lookup_elem(&file_deny, &k);
 	if (!mask || !(*mask & bits)) {
-		if (!(p.flags & POLICY_FILE_TREES))
+		if (!(p.flags & (POLICY_FILE_TREES | POLICY_FILE_NAMES)))
 			return 0;
-		struct walk w = { .dentry = (__u64)d, .zone = zone, .bits = bits };
+		w.names = !!(p.flags & POLICY_FILE_NAMES);
+		w.trees = !!(p.flags & POLICY_FILE_TREES);
 		if (mount)
 			w.mount = mount - bpf_core_field_offset(struct mount, mnt);
 		bpf_loop(WALK_MAX, walk_up, &w, 0);
@@ -133,7 +178,9 @@ static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct 
 	if (e) {
 		e->dev = k.dev;
 		e->arg = k.ino;
-		if (below)
+		if (w.named)
+			__builtin_memcpy(e->path, w.name, sizeof(w.name));
+		else if (below)
 			bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(d, d_name.name));
 		bpf_ringbuf_submit(e, 0);
 	}
@@ -223,15 +270,38 @@ int BPF_PROG(zone_inode_link, struct dentry *old_dentry, struct inode *dir, stru
 	return change_denied(old_dentry, HOOK_LSM_INODE_LINK);
 }
 
-/* Moving a denied inode (or one below a denied directory) elsewhere. An
- * exchange calls the hook for each side. */
+/* Moving a denied inode (or one below a denied directory) elsewhere, or
+ * another file over it (which removes it). An exchange calls the hook for
+ * each side. */
 SEC("lsm/inode_rename")
 int BPF_PROG(zone_inode_rename, struct inode *old_dir, struct dentry *old_dentry,
 	     struct inode *new_dir, struct dentry *new_dentry, int ret)
 {
 	if (ret)
 		return ret;
-	return change_denied(old_dentry, HOOK_LSM_INODE_RENAME);
+	ret = change_denied(old_dentry, HOOK_LSM_INODE_RENAME);
+	if (ret || !BPF_CORE_READ(new_dentry, d_inode))
+		return ret;
+	return change_denied(new_dentry, HOOK_LSM_INODE_RENAME);
+}
+
+/* Removing a listed inode's name (or one below a listed directory): the
+ * file may be the host's, and a removed denied path is one a zone task may
+ * then create afresh. */
+SEC("lsm/inode_unlink")
+int BPF_PROG(zone_inode_unlink, struct inode *dir, struct dentry *dentry, int ret)
+{
+	if (ret)
+		return ret;
+	return change_denied(dentry, HOOK_LSM_INODE_UNLINK);
+}
+
+SEC("lsm/inode_rmdir")
+int BPF_PROG(zone_inode_rmdir, struct inode *dir, struct dentry *dentry, int ret)
+{
+	if (ret)
+		return ret;
+	return change_denied(dentry, HOOK_LSM_INODE_RMDIR);
 }
 
 /*

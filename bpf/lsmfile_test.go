@@ -33,6 +33,10 @@ func fileOp(op string, args []string) (err error, ok bool) {
 		return unix.Link(args[0], args[1]), true
 	case "rename": // rename <old> <new>
 		return unix.Rename(args[0], args[1]), true
+	case "unlink":
+		return unix.Unlink(args[0]), true
+	case "rmdir":
+		return unix.Rmdir(args[0]), true
 	case "unix-connect", "unix-dgram-connect", "unix-sendto": // <op> <socket path>
 		typ := unix.SOCK_STREAM
 		if op != "unix-connect" {
@@ -99,7 +103,7 @@ func TestLSMFileRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl", "lsm/inode_link",
-		"lsm/inode_rename", "lsm/unix_stream_connect", "lsm/unix_may_send"} {
+		"lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir", "lsm/unix_stream_connect", "lsm/unix_may_send"} {
 		if !slices.Contains(att, want) {
 			t.Errorf("%s is not attached: %q", want, att)
 		}
@@ -143,7 +147,7 @@ func TestLSMFileRoutes(t *testing.T) {
 	_, privIno := statDevIno(t, filepath.Join(dir, "private"))
 	_, deniedIno := statDevIno(t, denied)
 
-	event := func(hook Hook, ino uint64, name string) {
+	event := func(t *testing.T, hook Hook, ino uint64, name string) {
 		t.Helper()
 		ev := drainUntil(t, k, func(e Event) bool {
 			return e.Zone == zoneA && e.Control == ControlFile && e.Hook == hook && e.Verdict == VerdictDenied
@@ -166,7 +170,7 @@ func TestLSMFileRoutes(t *testing.T) {
 			inA.expect(t, "EACCES", op, late)
 			inA.expect(t, "ok", op, free)
 		}
-		event(HookLSMInodeSetattr, deniedIno, "")
+		event(t, HookLSMInodeSetattr, deniedIno, "")
 		host.expect(t, "ok", "chmod", roFile)
 		host.expect(t, "ok", "utimes", denied)
 	})
@@ -174,14 +178,14 @@ func TestLSMFileRoutes(t *testing.T) {
 	t.Run("inode_setxattr", func(t *testing.T) {
 		inA.expect(t, "EACCES", "setxattr", denied)
 		inA.expect(t, "EACCES", "setxattr", roFile)
-		event(HookLSMInodeSetxattr, deniedIno, "")
+		event(t, HookLSMInodeSetxattr, deniedIno, "")
 		notDenied(inA, "setxattr", free) // ok, or EOPNOTSUPP where the file system has no xattrs
 		notDenied(host, "setxattr", denied)
 	})
 
 	t.Run("inode_removexattr", func(t *testing.T) {
 		inA.expect(t, "EACCES", "removexattr", denied)
-		event(HookLSMInodeRemovexattr, deniedIno, "")
+		event(t, HookLSMInodeRemovexattr, deniedIno, "")
 		notDenied(host, "removexattr", denied)
 	})
 
@@ -207,37 +211,106 @@ func TestLSMFileRoutes(t *testing.T) {
 		inA.expect(t, "EACCES", "link", denied, filepath.Join(dir, "free/l1"))
 		inA.expect(t, "EACCES", "link", late, filepath.Join(dir, "free/l2"))
 		inA.expect(t, "EACCES", "link", roFile, filepath.Join(dir, "free/l3"))
-		event(HookLSMInodeLink, deniedIno, "")
+		event(t, HookLSMInodeLink, deniedIno, "")
 		inA.expect(t, "ok", "link", free, filepath.Join(dir, "free/l4"))
 		host.expect(t, "ok", "link", denied, filepath.Join(dir, "free/l5"))
 	})
 
 	t.Run("inode_rename", func(t *testing.T) {
 		inA.expect(t, "EACCES", "rename", late, filepath.Join(dir, "free/moved"))
-		event(HookLSMInodeRename, privIno, "late")
+		event(t, HookLSMInodeRename, privIno, "late")
 		inA.expect(t, "EACCES", "rename", denied, filepath.Join(dir, "free/moved"))
 		inA.expect(t, "ok", "rename", filepath.Join(dir, "free/l4"), filepath.Join(dir, "free/l6"))
 	})
 
 	t.Run("file_open below a denied directory", func(t *testing.T) {
 		inA.expect(t, "EACCES", "open", late)
-		event(HookLSMFileOpen, privIno, "late")
+		event(t, HookLSMFileOpen, privIno, "late")
 		inA.expect(t, "ok", "open", roFile) // read_only is not a deny
 		host.expect(t, "ok", "open", late)
+	})
+
+	t.Run("inode_unlink and inode_rmdir", func(t *testing.T) {
+		inA.expect(t, "EACCES", "unlink", denied)
+		event(t, HookLSMInodeUnlink, deniedIno, "")
+		inA.expect(t, "EACCES", "unlink", late)   // below a denied directory
+		inA.expect(t, "EACCES", "unlink", roFile) // below a read_only one
+		empty := filepath.Join(dir, "private/empty")
+		if err := os.Mkdir(empty, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "EACCES", "rmdir", empty)
+		event(t, HookLSMInodeRmdir, privIno, "empty")
+		// Replacing a denied file removes it too.
+		inA.expect(t, "EACCES", "rename", filepath.Join(dir, "free/l6"), denied)
+		event(t, HookLSMInodeRename, deniedIno, "")
+		inA.expect(t, "ok", "unlink", filepath.Join(dir, "free/l6"))
+		host.expect(t, "ok", "rmdir", empty)
+		for _, f := range []string{denied, late, roFile} {
+			if _, err := os.Stat(f); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
+	})
+
+	// A listed name denies what is created or moved there after the push
+	// (a deny path that did not exist when it was resolved), and, when it
+	// is a directory, what is below it. Without the name the same file is
+	// open to the zone.
+	t.Run("a denied name created later", func(t *testing.T) {
+		freeDev, freeIno := statDevIno(t, filepath.Join(dir, "free"))
+		q := p
+		q.FileTrees = false // the names alone
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		secret := mk("free/secret")
+		inA.expect(t, "ok", "open", secret)
+		q.FileNames = []FileDenyName{{Dev: freeDev, Ino: freeIno, Name: "secret", Mask: FileOpen},
+			{Dev: freeDev, Ino: freeIno, Name: "secretdir", Mask: FileOpen}}
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := k.PolicyOf(zoneA); err != nil || !got.Equal(q) {
+			t.Errorf("PolicyOf = %+v, %v; want %+v", got, err, q.Normalize())
+		}
+		inA.expect(t, "EACCES", "open", secret)
+		event(t, HookLSMFileOpen, freeIno, "secret")
+		host.expect(t, "ok", "open", secret)
+		inA.expect(t, "EACCES", "chmod", secret)
+		inA.expect(t, "EACCES", "unlink", secret)
+		inA.expect(t, "ok", "open", free) // a sibling
+		// Moved into the name by the zone itself.
+		if err := os.Remove(secret); err != nil {
+			t.Fatal(err)
+		}
+		other := mk("free/other")
+		inA.expect(t, "ok", "rename", other, secret)
+		inA.expect(t, "EACCES", "open", secret)
+		event(t, HookLSMFileOpen, freeIno, "secret")
+		// A directory made at the name: what is below it too.
+		below := mk("free/secretdir/sub/file")
+		inA.expect(t, "EACCES", "open", below)
+		event(t, HookLSMFileOpen, freeIno, "secretdir")
+		inA.expect(t, "ok", "open", mk("free/secretdir2/file"))
+		if err := k.SetPolicy(zoneA, p); err != nil {
+			t.Fatal(err)
+		}
+		inA.expect(t, "ok", "open", secret)
 	})
 
 	t.Run("unix_stream_connect", func(t *testing.T) {
 		inA.expect(t, "EACCES", "unix-connect", sockDenied)
 		_, sockIno := statDevIno(t, sockDenied)
-		event(HookLSMUnixConnect, sockIno, "")
+		event(t, HookLSMUnixConnect, sockIno, "")
 		inA.expect(t, "EACCES", "unix-connect", sockLate)
-		event(HookLSMUnixConnect, privIno, "sock")
+		event(t, HookLSMUnixConnect, privIno, "sock")
 		host.expect(t, "ok", "unix-connect", sockLate)
 	})
 
 	t.Run("unix_may_send", func(t *testing.T) {
 		inA.expect(t, "EACCES", "unix-sendto", dgramLate)
-		event(HookLSMUnixSend, privIno, "dgram")
+		event(t, HookLSMUnixSend, privIno, "dgram")
 		inA.expect(t, "EACCES", "unix-dgram-connect", dgramLate)
 		host.expect(t, "ok", "unix-sendto", dgramLate)
 	})

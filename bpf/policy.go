@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -55,6 +56,23 @@ type FileDeny struct {
 	Mask FileAccess
 }
 
+// FileDenyName denies access to whatever inode is at one name: Name in the
+// directory Dev, Ino (stat(2)'s st_dev and inode, as in FileDeny). It is a
+// listed path that did not exist when the list was resolved, and denies a
+// file created or moved there later, and what is below it when it is a
+// directory.
+type FileDenyName struct {
+	Dev  uint64
+	Ino  uint64
+	Name string
+	Mask FileAccess
+}
+
+// FileNameMax is the longest Name a FileDenyName may have, in bytes: the
+// kernel looks names up in a fixed-size key, and never looks up longer
+// ones.
+const FileNameMax = len(rauhaFileNameKey{}.Name) - 1
+
 // ZonePolicy is what the kernel enforces for one zone.
 type ZonePolicy struct {
 	Mode Mode
@@ -85,6 +103,10 @@ type ZonePolicy struct {
 	// the directories above the inode it judges, which also covers files
 	// created below a denied directory after FileDenies was resolved.
 	FileTrees bool
+	// FileNames: listed paths by name. Every file check of the zone then
+	// looks up the name of the inode it judges and of each directory above
+	// it.
+	FileNames []FileDenyName
 }
 
 // Normalize returns p in the form PolicyOf returns: prefixes masked and
@@ -118,6 +140,22 @@ func (p ZonePolicy) Normalize() ZonePolicy {
 	}
 	slices.SortFunc(out.FileDenies, func(a, b FileDeny) int {
 		return cmp.Or(cmp.Compare(a.Dev, b.Dev), cmp.Compare(a.Ino, b.Ino))
+	})
+
+	type nameKey struct {
+		dev, ino uint64
+		name     string
+	}
+	names := map[nameKey]FileAccess{}
+	for _, f := range p.FileNames {
+		names[nameKey{f.Dev, f.Ino, f.Name}] |= f.Mask
+	}
+	out.FileNames = nil
+	for k, m := range names {
+		out.FileNames = append(out.FileNames, FileDenyName{Dev: k.dev, Ino: k.ino, Name: k.name, Mask: m})
+	}
+	slices.SortFunc(out.FileNames, func(a, b FileDenyName) int {
+		return cmp.Or(cmp.Compare(a.Dev, b.Dev), cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Name, b.Name))
 	})
 	return out
 }
@@ -168,6 +206,18 @@ func (p ZonePolicy) validate(zone uint32) error {
 			return fmt.Errorf("zone %d file deny: device %d:%d does not fit the kernel's dev_t", zone, unix.Major(f.Dev), unix.Minor(f.Dev))
 		}
 	}
+	for _, f := range p.FileNames {
+		switch {
+		case f.Mask == 0 || f.Mask&^(FileOpen|FileExec|FileChange) != 0:
+			return fmt.Errorf("zone %d file deny name %q: mask %#x is not a combination of FileOpen, FileExec and FileChange", zone, f.Name, f.Mask)
+		case f.Name == "" || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, "/\x00"):
+			return fmt.Errorf("zone %d file deny name %q: not a file name", zone, f.Name)
+		case len(f.Name) > FileNameMax:
+			return fmt.Errorf("zone %d file deny name %q: longer than %d bytes", zone, f.Name, FileNameMax)
+		case unix.Major(f.Dev) >= 1<<12 || unix.Minor(f.Dev) >= 1<<20:
+			return fmt.Errorf("zone %d file deny name: device %d:%d does not fit the kernel's dev_t", zone, unix.Major(f.Dev), unix.Minor(f.Dev))
+		}
+	}
 	return nil
 }
 
@@ -186,13 +236,14 @@ type zoneState struct {
 	egress6 map[rauhaEgress6Key]bool
 	peers   map[rauhaPeerKey]uint32 // only entries whose target is the zone
 	files   map[rauhaFileKey]uint32
+	names   map[rauhaFileNameKey]uint32
 }
 
 func (p ZonePolicy) state(zone uint32) zoneState {
 	s := zoneState{
 		policy:  &rauhaPolicy{CapDeny: p.CapDeny},
 		egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
-		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{},
+		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{},
 	}
 	if p.Mode == ModeAudit {
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_AUDIT)
@@ -232,6 +283,16 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	for _, f := range p.FileDenies {
 		s.files[rauhaFileKey{Zone: zone, Dev: kernelDev(f.Dev), Ino: f.Ino}] |= uint32(f.Mask)
 	}
+	for _, f := range p.FileNames {
+		k := rauhaFileNameKey{Zone: zone, Dev: kernelDev(f.Dev), Ino: f.Ino}
+		for i := range len(f.Name) {
+			k.Name[i] = int8(f.Name[i])
+		}
+		s.names[k] |= uint32(f.Mask)
+	}
+	if len(s.names) > 0 {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_FILE_NAMES)
+	}
 	return s
 }
 
@@ -267,14 +328,32 @@ func (s zoneState) zonePolicy() ZonePolicy {
 	for k, m := range s.files {
 		p.FileDenies = append(p.FileDenies, FileDeny{Dev: userDev(k.Dev), Ino: k.Ino, Mask: FileAccess(m)})
 	}
+	// The programs look names up only with the flag: without it, entries
+	// left in the map enforce nothing.
+	if flags&uint32(rauhaPolicyFlagPOLICY_FILE_NAMES) != 0 {
+		for k, m := range s.names {
+			p.FileNames = append(p.FileNames, FileDenyName{Dev: userDev(k.Dev), Ino: k.Ino, Name: keyName(k.Name), Mask: FileAccess(m)})
+		}
+	}
 	return p.Normalize()
+}
+
+func keyName(b [len(rauhaFileNameKey{}.Name)]int8) string {
+	var s []byte
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s = append(s, byte(c))
+	}
+	return string(s)
 }
 
 // readState reads one zone's entries. With actorToo, peers in which the zone
 // is the actor (entries of other zones' policies) are returned as well.
 func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 	s := zoneState{egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
-		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}}
+		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{}}
 	var pol rauhaPolicy
 	switch err := k.maps.ZonePolicy.Lookup(zone, &pol); {
 	case err == nil:
@@ -309,6 +388,11 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 	errs = append(errs, eachHashEntry(k.maps.FileDeny, func(kf *rauhaFileKey, mask *uint32) {
 		if kf.Zone == zone {
 			s.files[*kf] = *mask
+		}
+	}))
+	errs = append(errs, eachHashEntry(k.maps.FileDenyNames, func(kn *rauhaFileNameKey, mask *uint32) {
+		if kn.Zone == zone {
+			s.names[*kn] = *mask
 		}
 	}))
 	if err := errors.Join(errs...); err != nil {
@@ -374,12 +458,13 @@ func restrictive(a, b *rauhaPolicy) rauhaPolicy {
 //
 //  1. zone_policy := restrictive(old, new) (enforce, union of deny flags and
 //     denied capabilities);
-//  2. file_deny := old | new bits (adds denials);
+//  2. file_deny and file_deny_names := old | new bits (adds denials);
 //  3. zone_peers := old & new bits (withdraws permissions);
 //  4. egress: delete allow entries not in p.
 //     Now the kernel enforces the intersection of both policies.
 //  5. egress: insert p's allow entries;
-//  6. zone_peers := new;  7. file_deny := new;  8. zone_policy := new.
+//  6. zone_peers := new;  7. file_deny and file_deny_names := new;
+//  8. zone_policy := new.
 //
 // Steps 5–8 only remove restrictions p does not have, so a failure there
 // leaves the kernel stricter than p, never looser.
@@ -420,6 +505,11 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 	}
 	for key, bits := range want.files {
 		if err := step("add file denies", m.FileDeny.Update(key, bits|old.files[key], ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key, bits := range want.names {
+		if err := step("add file deny names", m.FileDenyNames.Update(key, bits|old.names[key], ebpf.UpdateAny)); err != nil {
 			return err
 		}
 	}
@@ -465,6 +555,16 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 	}
 	for key, bits := range want.files {
 		if err := step("set file denies", m.FileDeny.Update(key, bits, ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key := range old.names {
+		if err := step("drop file deny names", setOrDelete(m.FileDenyNames, key, want.names[key])); err != nil {
+			return err
+		}
+	}
+	for key, bits := range want.names {
+		if err := step("set file deny names", m.FileDenyNames.Update(key, bits, ebpf.UpdateAny)); err != nil {
 			return err
 		}
 	}
@@ -535,6 +635,9 @@ func (k *Kernel) DeletePolicy(zone uint32) error {
 	}
 	for key := range old.files {
 		errs = append(errs, deleteIfPresent(m.FileDeny, key))
+	}
+	for key := range old.names {
+		errs = append(errs, deleteIfPresent(m.FileDenyNames, key))
 	}
 	errs = append(errs, deleteIfPresent(m.ZonePolicy, zone))
 	errs = append(errs, k.refreshZonesInUse())

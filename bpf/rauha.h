@@ -30,6 +30,7 @@ enum policy_flag {
 	 * directions) only with the zones whose PEER_NET entries this zone wrote */
 	POLICY_ZONES_RESTRICTED = 1 << 4,
 	POLICY_FILE_TREES = 1 << 5,        /* file_deny holds directories: judge what is below them */
+	POLICY_FILE_NAMES = 1 << 6,        /* file_deny_names has entries: judge names too */
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
@@ -99,6 +100,8 @@ enum hook {
 	HOOK_LSM_UNIX_SEND,
 	HOOK_LSM_INODE_SET_ACL,
 	HOOK_LSM_INODE_REMOVE_ACL,
+	HOOK_LSM_INODE_UNLINK,
+	HOOK_LSM_INODE_RMDIR,
 };
 
 enum verdict {
@@ -166,6 +169,22 @@ struct file_key {
 	__u32 zone;
 	__u32 dev; /* MAJOR << 20 | MINOR, the kernel's encoding */
 	__u64 ino;
+};
+
+/*
+ * A denied path by name: {zone, parent directory's dev and inode, final
+ * name} -> FILE_DENY_* bits. It denies whatever inode is at that name,
+ * including one created or moved there after the list was resolved. Names
+ * of FILE_NAME_LEN bytes or more are never listed (the policy refuses
+ * them) and never looked up.
+ */
+enum { FILE_NAME_LEN = 64 };
+
+struct file_name_key {
+	__u32 zone;
+	__u32 dev; /* the parent's, MAJOR << 20 | MINOR */
+	__u64 ino; /* the parent's */
+	char name[FILE_NAME_LEN]; /* NUL-padded */
 };
 
 struct counters {

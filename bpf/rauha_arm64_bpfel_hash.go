@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "1a44e871a1d23513c6b954c04716a93d0aa5338ab79767dc5c084c15caf03dff"
+const rauhaObjectSHA256 = "9b826917fe56dc323c2ccb80a2a5a86930ac77f3dc9d13bcf653e4038821c731"

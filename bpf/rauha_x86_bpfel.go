@@ -95,6 +95,14 @@ type rauhaFileKey struct {
 	Ino  uint64
 }
 
+type rauhaFileNameKey struct {
+	_    structs.HostLayout
+	Zone uint32
+	Dev  uint32
+	Ino  uint64
+	Name [64]int8
+}
+
 type rauhaHook uint32
 
 const (
@@ -126,6 +134,8 @@ const (
 	rauhaHookHOOK_LSM_UNIX_SEND           rauhaHook = 26
 	rauhaHookHOOK_LSM_INODE_SET_ACL       rauhaHook = 27
 	rauhaHookHOOK_LSM_INODE_REMOVE_ACL    rauhaHook = 28
+	rauhaHookHOOK_LSM_INODE_UNLINK        rauhaHook = 29
+	rauhaHookHOOK_LSM_INODE_RMDIR         rauhaHook = 30
 )
 
 type rauhaLimits uint32
@@ -180,6 +190,7 @@ const (
 	rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED rauhaPolicyFlag = 8
 	rauhaPolicyFlagPOLICY_ZONES_RESTRICTED  rauhaPolicyFlag = 16
 	rauhaPolicyFlagPOLICY_FILE_TREES        rauhaPolicyFlag = 32
+	rauhaPolicyFlagPOLICY_FILE_NAMES        rauhaPolicyFlag = 64
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
@@ -222,6 +233,7 @@ const (
 	rauhaMapEgress6                = "egress6"
 	rauhaMapEvents                 = "events"
 	rauhaMapFileDeny               = "file_deny"
+	rauhaMapFileDenyNames          = "file_deny_names"
 	rauhaMapMemberAddr             = "member_addr"
 	rauhaMapMemberNetns            = "member_netns"
 	rauhaMapSigioOwners            = "sigio_owners"
@@ -252,9 +264,11 @@ const (
 	rauhaProgZoneInodeRemoveAcl    = "zone_inode_remove_acl"
 	rauhaProgZoneInodeRemovexattr  = "zone_inode_removexattr"
 	rauhaProgZoneInodeRename       = "zone_inode_rename"
+	rauhaProgZoneInodeRmdir        = "zone_inode_rmdir"
 	rauhaProgZoneInodeSetAcl       = "zone_inode_set_acl"
 	rauhaProgZoneInodeSetattr      = "zone_inode_setattr"
 	rauhaProgZoneInodeSetxattr     = "zone_inode_setxattr"
+	rauhaProgZoneInodeUnlink       = "zone_inode_unlink"
 	rauhaProgZoneMmapFile          = "zone_mmap_file"
 	rauhaProgZonePtrace            = "zone_ptrace"
 	rauhaProgZoneSocketConnect     = "zone_socket_connect"
@@ -328,9 +342,11 @@ type rauhaProgramSpecs struct {
 	ZoneInodeRemoveAcl    *ebpf.ProgramSpec `ebpf:"zone_inode_remove_acl"`
 	ZoneInodeRemovexattr  *ebpf.ProgramSpec `ebpf:"zone_inode_removexattr"`
 	ZoneInodeRename       *ebpf.ProgramSpec `ebpf:"zone_inode_rename"`
+	ZoneInodeRmdir        *ebpf.ProgramSpec `ebpf:"zone_inode_rmdir"`
 	ZoneInodeSetAcl       *ebpf.ProgramSpec `ebpf:"zone_inode_set_acl"`
 	ZoneInodeSetattr      *ebpf.ProgramSpec `ebpf:"zone_inode_setattr"`
 	ZoneInodeSetxattr     *ebpf.ProgramSpec `ebpf:"zone_inode_setxattr"`
+	ZoneInodeUnlink       *ebpf.ProgramSpec `ebpf:"zone_inode_unlink"`
 	ZoneMmapFile          *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
 	ZonePtrace            *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
 	ZoneSocketConnect     *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
@@ -348,6 +364,7 @@ type rauhaMapSpecs struct {
 	Egress6       *ebpf.MapSpec `ebpf:"egress6"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
+	FileDenyNames *ebpf.MapSpec `ebpf:"file_deny_names"`
 	MemberAddr    *ebpf.MapSpec `ebpf:"member_addr"`
 	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
 	SigioOwners   *ebpf.MapSpec `ebpf:"sigio_owners"`
@@ -392,6 +409,7 @@ type rauhaMaps struct {
 	Egress6       *ebpf.Map `ebpf:"egress6"`
 	Events        *ebpf.Map `ebpf:"events"`
 	FileDeny      *ebpf.Map `ebpf:"file_deny"`
+	FileDenyNames *ebpf.Map `ebpf:"file_deny_names"`
 	MemberAddr    *ebpf.Map `ebpf:"member_addr"`
 	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
 	SigioOwners   *ebpf.Map `ebpf:"sigio_owners"`
@@ -410,6 +428,7 @@ func (m *rauhaMaps) Close() error {
 		m.Egress6,
 		m.Events,
 		m.FileDeny,
+		m.FileDenyNames,
 		m.MemberAddr,
 		m.MemberNetns,
 		m.SigioOwners,
@@ -455,9 +474,11 @@ type rauhaPrograms struct {
 	ZoneInodeRemoveAcl    *ebpf.Program `ebpf:"zone_inode_remove_acl"`
 	ZoneInodeRemovexattr  *ebpf.Program `ebpf:"zone_inode_removexattr"`
 	ZoneInodeRename       *ebpf.Program `ebpf:"zone_inode_rename"`
+	ZoneInodeRmdir        *ebpf.Program `ebpf:"zone_inode_rmdir"`
 	ZoneInodeSetAcl       *ebpf.Program `ebpf:"zone_inode_set_acl"`
 	ZoneInodeSetattr      *ebpf.Program `ebpf:"zone_inode_setattr"`
 	ZoneInodeSetxattr     *ebpf.Program `ebpf:"zone_inode_setxattr"`
+	ZoneInodeUnlink       *ebpf.Program `ebpf:"zone_inode_unlink"`
 	ZoneMmapFile          *ebpf.Program `ebpf:"zone_mmap_file"`
 	ZonePtrace            *ebpf.Program `ebpf:"zone_ptrace"`
 	ZoneSocketConnect     *ebpf.Program `ebpf:"zone_socket_connect"`
@@ -489,9 +510,11 @@ func (p *rauhaPrograms) Close() error {
 		p.ZoneInodeRemoveAcl,
 		p.ZoneInodeRemovexattr,
 		p.ZoneInodeRename,
+		p.ZoneInodeRmdir,
 		p.ZoneInodeSetAcl,
 		p.ZoneInodeSetattr,
 		p.ZoneInodeSetxattr,
+		p.ZoneInodeUnlink,
 		p.ZoneMmapFile,
 		p.ZonePtrace,
 		p.ZoneSocketConnect,

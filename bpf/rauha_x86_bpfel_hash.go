@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "3c1c2d2bed045f1cd79bac9015c8251e5221402641e489f5798e2645f2163114"
+const rauhaObjectSHA256 = "7b8eedeeffc72eabc82ea4ef6341949f2211ab446254a7e2369642015a74aa88"

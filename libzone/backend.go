@@ -456,16 +456,20 @@ func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
 	} else {
 		r.Add("hooks attached", len(attached) > 0, "%d programs: %v", len(attached), attached)
 	}
+	var kernel *bpf.ZonePolicy
+	got, gotErr := ke.k.PolicyOf(z.ID)
+	if gotErr == nil {
+		kernel = &got
+	}
 	want, err := ke.kernelPolicy(z)
 	if err == nil {
-		err = ke.verifyFileDenies(&z.Policy, members, &want)
+		err = ke.verifyFileDenies(&z.Policy, members, kernel, &want)
 	}
-	var kernel *bpf.ZonePolicy
 	if err != nil {
 		r.Add("kernel policy", false, "%v", err)
-	} else if got, err := ke.k.PolicyOf(z.ID); err != nil {
-		r.Add("kernel policy", false, "read zone %d from the kernel: %v", z.ID, err)
-	} else if kernel = &got; !got.Equal(want) {
+	} else if gotErr != nil {
+		r.Add("kernel policy", false, "read zone %d from the kernel: %v", z.ID, gotErr)
+	} else if !got.Equal(want) {
 		r.Add("kernel policy", false, "the kernel holds %+v, the stored policy (generation %d) asks for %+v: run 'rauha zone reconcile'", got.Normalize(), z.Generation, want.Normalize())
 	} else {
 		r.Add("kernel policy", true, "kernel maps equal the stored policy (generation %d)", z.Generation)

@@ -100,8 +100,9 @@ type ResolvedZone struct {
 	Members []zone.Container
 }
 
-// DenyPaths maps a denied inode, "dev:ino" (st_dev encoding), to the policy
-// path that denied it: the kernel reports file and exec denials on bpf-lsm
+// DenyPaths maps a denied inode, "dev:ino" (st_dev encoding), or a denied
+// name, "dev:ino/name" (its directory's inode), to the policy path that
+// denied it: the kernel reports file and exec denials on bpf-lsm
 // by inode alone, and the engine keeps this map to name them.
 type DenyPaths map[string]string
 
@@ -120,7 +121,9 @@ type KernelEvent struct {
 	Inode string
 	// Below is set when a bpf-lsm hook denied a file below a listed
 	// directory: Inode is the directory's, Below the file's name, and the
-	// engine names it "DIR/…/NAME".
+	// engine names it "DIR/…/NAME"; or that a listed name denied it:
+	// Inode is its directory's, Below the name, and the engine names it
+	// by the policy path.
 	Below string
 	// Op is what a bpf-lsm file hook beyond open and exec denied
 	// ("setattr", "unix connect"): it goes before the named object.

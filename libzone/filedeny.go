@@ -26,10 +26,12 @@ package libzone
 // too; a read_only directory is listed alone. When a list holds a
 // directory, the kernel also walks up from every inode it judges to the
 // listed directories, so files made below one after the last resolution
-// are covered. Known limits (docs/policy.md "Paths"): a file created at a
-// denied path that did not exist at the last resolution is not denied
-// until the next push ("rauha zone update" or "zone reconcile"); an inode
-// is denied wherever it is linked.
+// are covered. A listed path that does not exist is listed by name (its
+// directory's inode and its final name), so a file created or moved there
+// later is denied too, and, when it is a directory, what is below it.
+// Known limits (docs/policy.md "Paths"): a path whose directory does not
+// exist either is not denied until the next push ("rauha zone update" or
+// "zone reconcile"); an inode is denied wherever it is linked.
 
 import (
 	"encoding/json"
@@ -104,7 +106,7 @@ func (ke *kernelEnforcer) setPolicy(z *ResolvedZone, kp bpf.ZonePolicy) (DenyPat
 	var paths DenyPaths
 	if ke.k.LSM() {
 		var err error
-		if paths, err = fileDenies(&z.Policy, z.Members, &kp); err != nil {
+		if paths, err = fileDenies(&z.Policy, z.Members, &kp, nil); err != nil {
 			return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 		}
 	}
@@ -126,7 +128,7 @@ func (ke *kernelEnforcer) RefreshDenies(z *zone.Zone, members []zone.Container) 
 		return nil, fmt.Errorf("zone %s: read the kernel policy: %w", z.Name, err)
 	}
 	var paths DenyPaths
-	if paths, err = fileDenies(&z.Policy, members, &kp); err != nil {
+	if paths, err = fileDenies(&z.Policy, members, &kp, nil); err != nil {
 		return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 	}
 	if err := ke.k.SetPolicy(z.ID, kp); err != nil {
@@ -142,12 +144,22 @@ func hasInodeRules(p *zone.Policy) bool {
 	return len(p.Filesystem.Deny)+len(p.Exec.Deny)+len(p.Filesystem.ReadOnly) > 0
 }
 
-// verifyFileDenies adds to want what Apply would push for these members.
-func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Container, want *bpf.ZonePolicy) error {
+// verifyFileDenies adds to want what Apply would push for these members,
+// given what the kernel holds for the zone (nil when unknown): a listed
+// path that was missing at the last push is denied by its name, also once
+// a file is created there, so where the kernel holds the name the path is
+// expected by name, not by the inodes now at it (the next push lists
+// those; until then the path and everything below it are denied by the
+// name, only hard links made to the new file elsewhere are not).
+func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Container, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy) error {
 	if !ke.k.LSM() {
 		return nil
 	}
-	_, err := fileDenies(p, members, want)
+	var held []bpf.FileDenyName
+	if kernel != nil {
+		held = kernel.FileNames
+	}
+	_, err := fileDenies(p, members, want, held)
 	return err
 }
 
@@ -168,15 +180,18 @@ func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]DenyPaths {
 }
 
 // fileDenies resolves p's deny and read_only lists in every running
-// member's root into kp's FileDenies and FileTrees. Members without a live
-// process are skipped: they run nothing to deny. A denied directory is
-// listed with every inode below it (their other names, hard links made
-// elsewhere, are denied too); a read_only directory only itself: the
-// kernel's walk up from an inode finds it, and Landlock keeps new names
-// from being made below it.
-func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy) (DenyPaths, error) {
+// member's root into kp's FileDenies, FileTrees and FileNames. Members
+// without a live process are skipped: they run nothing to deny. A denied
+// directory is listed with every inode below it (their other names, hard
+// links made elsewhere, are denied too); a read_only directory only itself:
+// the kernel's walk up from an inode finds it, and Landlock keeps new names
+// from being made below it. A listed path that does not exist but whose
+// directory does is listed by name (the directory's inode and the final
+// name), which denies a file created or moved there later; so is one whose
+// name the kernel already holds (held, see verifyFileDenies).
+func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, held []bpf.FileDenyName) (DenyPaths, error) {
 	paths := DenyPaths{}
-	kp.FileDenies, kp.FileTrees = nil, false
+	kp.FileDenies, kp.FileTrees, kp.FileNames = nil, false, nil
 	if !hasInodeRules(p) {
 		return paths, nil
 	}
@@ -206,17 +221,73 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy) (D
 			tree  bool // list every inode below a directory
 		}{{p.Filesystem.Deny, bpf.FileOpen, true}, {p.Exec.Deny, bpf.FileExec, true}, {p.Filesystem.ReadOnly, bpf.FileChange, false}} {
 			for _, path := range l.paths {
-				dir, err := denyPathInRoot(root, path, l.tree, func(dev, ino uint64, at string) { add(dev, ino, l.mask, at) }, &budget)
+				name, named, err := denyNameInRoot(root, path, l.mask)
+				if err != nil {
+					unix.Close(root)
+					return nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
+				}
+				if named && nameHeld(held, name) {
+					kp.FileNames = append(kp.FileNames, name)
+					paths[nameKey(name)] = path
+					continue
+				}
+				found := false
+				dir, err := denyPathInRoot(root, path, l.tree, func(dev, ino uint64, at string) { found = true; add(dev, ino, l.mask, at) }, &budget)
 				if err != nil {
 					unix.Close(root)
 					return nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
 				}
 				kp.FileTrees = kp.FileTrees || dir
+				if !found && named {
+					kp.FileNames = append(kp.FileNames, name)
+					paths[nameKey(name)] = path
+				}
 			}
 		}
 		unix.Close(root)
 	}
 	return paths, nil
+}
+
+// nameKey is the DenyPaths key of a name entry: the kernel reports a
+// denial by name with the directory's inode and the name.
+func nameKey(n bpf.FileDenyName) string { return inodeKey(n.Dev, n.Ino) + "/" + n.Name }
+
+func nameHeld(held []bpf.FileDenyName, n bpf.FileDenyName) bool {
+	return slices.ContainsFunc(held, func(h bpf.FileDenyName) bool {
+		return h.Dev == n.Dev && h.Ino == n.Ino && h.Name == n.Name && h.Mask&n.Mask == n.Mask
+	})
+}
+
+// denyNameInRoot is the name entry of path inside root: its directory as
+// the container resolves it, and its final name; named is false for "/"
+// and when the directory does not exist (nothing can be created there
+// without creating it first, which the next push sees). A final name
+// longer than the kernel looks up is refused: the policy admission refuses
+// it too (zone.Policy validation), so this only guards the invariant.
+func denyNameInRoot(root int, path string, mask bpf.FileAccess) (n bpf.FileDenyName, named bool, err error) {
+	dir, name := filepath.Split(path)
+	if name == "" {
+		return n, false, nil
+	}
+	if len(name) > bpf.FileNameMax {
+		return n, false, fmt.Errorf("final name longer than %d bytes: the kernel cannot deny a file created there later", bpf.FileNameMax)
+	}
+	fd, err := unix.Openat2(root, dir, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return n, false, nil
+	} else if err != nil {
+		return n, false, fmt.Errorf("resolve %s in the container root: %w", dir, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return n, false, fmt.Errorf("stat %s: %w", dir, err)
+	}
+	return bpf.FileDenyName{Dev: st.Dev, Ino: st.Ino, Name: name, Mask: mask}, true, nil
 }
 
 // memberPid is a process of the member, 0 when none runs: the recorded init
@@ -339,7 +410,7 @@ var fileRoutes = []struct {
 	denyOnly bool
 }{
 	{"file metadata", "chmod, chown, utimensat, truncate, xattr and ACL changes", []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl"}, false},
-	{"file names", "new hard links to and renames of listed inodes", []string{"lsm/inode_link", "lsm/inode_rename"}, false},
+	{"file names", "new hard links to, renames and removal of listed inodes", []string{"lsm/inode_link", "lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir"}, false},
 	{"file handles", "open_by_handle_at (judged by inode at open)", []string{"lsm/file_open"}, true},
 	{"unix sockets", "connect and send to a socket bound in a denied path", []string{"lsm/unix_stream_connect", "lsm/unix_may_send"}, true},
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,7 +175,7 @@ func TestFileDeniesOfMembers(t *testing.T) {
 	}
 	for name, members := range cases {
 		var kp bpf.ZonePolicy
-		paths, err := fileDenies(p, members, &kp)
+		paths, err := fileDenies(p, members, &kp, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -188,17 +189,48 @@ func TestFileDeniesOfMembers(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("%s: denies %v, want %v", name, got, want)
 		}
-		if paths[inodeOf(t, secret)] != secret || paths[inodeOf(t, tool)] != tool || paths[inodeOf(t, ro)] != ro || len(paths) != 3 {
+		// The missing path is listed by its directory and name.
+		missing := inodeOf(t, dir) + "/missing"
+		if len(kp.FileNames) != 1 || nameKey(kp.FileNames[0]) != missing || kp.FileNames[0].Mask != bpf.FileOpen {
+			t.Errorf("%s: names %+v, want %s", name, kp.FileNames, missing)
+		}
+		if paths[inodeOf(t, secret)] != secret || paths[inodeOf(t, tool)] != tool || paths[inodeOf(t, ro)] != ro ||
+			paths[missing] != filepath.Join(dir, "missing") || len(paths) != 4 {
 			t.Errorf("%s: paths %v", name, paths)
 		}
 	}
+	// Created after the push: by inodes again, unless the kernel holds the
+	// name (verify), which then is what is expected.
 	var kp bpf.ZonePolicy
-	if _, err := fileDenies(p, []zone.Container{{ID: "new"}}, &kp); err != nil || len(kp.FileDenies) != 0 || kp.FileTrees {
+	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil {
+		t.Fatal(err)
+	}
+	held := kp.FileNames
+	if err := os.WriteFile(filepath.Join(dir, "missing"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || len(kp.FileNames) != 0 || len(kp.FileDenies) != 4 {
+		t.Errorf("created: %+v, %v; want 4 inodes, no name", kp, err)
+	}
+	if _, err := fileDenies(p, cases["recorded pid"], &kp, held); err != nil || !slices.Equal(kp.FileNames, held) || len(kp.FileDenies) != 3 {
+		t.Errorf("created, the kernel holding the name: %+v, %v; want the name, 3 inodes", kp, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "missing")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fileDenies(p, []zone.Container{{ID: "new"}}, &kp, nil); err != nil || len(kp.FileDenies) != 0 || kp.FileTrees {
 		t.Errorf("a member without cgroup: %+v, %v; want nothing", kp, err)
 	}
 	// Files only: no walk.
 	p.Filesystem.ReadOnly = nil
-	if _, err := fileDenies(p, cases["recorded pid"], &kp); err != nil || kp.FileTrees {
+	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || kp.FileTrees {
 		t.Errorf("files only: FileTrees %v, %v; want false", kp.FileTrees, err)
+	}
+}
+
+// The policy refuses the deny paths the kernel could not list by name.
+func TestMaxDenyName(t *testing.T) {
+	if zone.MaxDenyName != bpf.FileNameMax {
+		t.Errorf("zone.MaxDenyName %d, bpf.FileNameMax %d", zone.MaxDenyName, bpf.FileNameMax)
 	}
 }

@@ -136,7 +136,11 @@ func (n *eventNames) event(ke KernelEvent) zone.Event {
 		ze.Zone = z.Name
 		// Only the zone that had the id then: a deleted zone's inodes are
 		// not named by the deny lists of another one.
-		if p := n.files[ke.ZoneID][ke.Inode]; ke.Inode != "" && p != "" {
+		if p := n.files[ke.ZoneID][ke.Inode+"/"+ke.Below]; ke.Below != "" && p != "" {
+			// Denied by name: Inode is the directory, Below the listed
+			// name.
+			ze.Object = p
+		} else if p := n.files[ke.ZoneID][ke.Inode]; ke.Inode != "" && p != "" {
 			ze.Object = p
 			if ke.Below != "" {
 				ze.Object = path.Join(p, "…", ke.Below)
@@ -267,6 +271,8 @@ var fileHookOps = map[bpf.Hook]string{
 	bpf.HookLSMUnixSend:         "unix send",
 	bpf.HookLSMInodeSetACL:      "set acl",
 	bpf.HookLSMInodeRemoveACL:   "remove acl",
+	bpf.HookLSMInodeUnlink:      "unlink",
+	bpf.HookLSMInodeRmdir:       "rmdir",
 }
 
 // signalObject names a denied signal: "signal 15 to pid 42"; one a file

@@ -259,6 +259,9 @@ func (p *Policy) Validate() error {
 	checkPaths(bad, "filesystem.deny", p.Filesystem.Deny)
 	checkPaths(bad, "exec.allow", p.Exec.Allow)
 	checkPaths(bad, "exec.deny", p.Exec.Deny)
+	checkDenyNames(bad, "filesystem.read_only", p.Filesystem.ReadOnly)
+	checkDenyNames(bad, "filesystem.deny", p.Filesystem.Deny)
+	checkDenyNames(bad, "exec.deny", p.Exec.Deny)
 	if !oneOf(p.Network.Mode, "", NetworkIsolated, NetworkBridged, NetworkHost) {
 		bad("network.mode", -1, "must be %q, %q or %q, not %q", NetworkIsolated, NetworkBridged, NetworkHost, p.Network.Mode)
 	}
@@ -300,6 +303,20 @@ func checkPaths(bad func(key string, item int, format string, args ...any), key 
 			bad(key, i, "path %q must be absolute (paths are inside the container)", p)
 		case filepath.Clean(p) != p:
 			bad(key, i, "path %q is not clean; write %q", p, filepath.Clean(p))
+		}
+	}
+}
+
+// MaxDenyName is the longest final name, in bytes, of a deny or read_only
+// path: the bpf-lsm backend denies a file created at a listed path after
+// the list was resolved by looking the name up in a fixed-size key
+// (bpf.FileNameMax), and a longer name could not be denied that way.
+const MaxDenyName = 63
+
+func checkDenyNames(bad func(key string, item int, format string, args ...any), key string, paths []string) {
+	for i, p := range paths {
+		if n := len(filepath.Base(p)); n > MaxDenyName {
+			bad(key, i, "the last name of %q is %d bytes long, at most %d are supported: deny its directory instead", p, n, MaxDenyName)
 		}
 	}
 }

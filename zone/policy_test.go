@@ -131,6 +131,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"[filesystem]\nwritable_paths = [\"tmp\"]\n", `policy.toml: line 2: filesystem.writable_paths: path "tmp" must be absolute (paths are inside the container)`},
 		{"[filesystem]\nread_only = [\"/etc/\"]\n", `policy.toml: line 2: filesystem.read_only: path "/etc/" is not clean; write "/etc"`},
 		{"[filesystem]\ndeny = [\"/a/../etc/shadow\"]\n", `policy.toml: line 2: filesystem.deny: path "/a/../etc/shadow" is not clean; write "/etc/shadow"`},
+		{"[filesystem]\ndeny = [\"/etc/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"]\n", `policy.toml: line 2: filesystem.deny: the last name of "/etc/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" is 64 bytes long, at most 63 are supported: deny its directory instead`},
 		{"[exec]\ndeny = [\"\"]\n", `policy.toml: line 2: exec.deny: path "" must be absolute (paths are inside the container)`},
 		{"[exec]\nallow = [\"/bin/a\\u0000\"]\n", `policy.toml: line 2: exec.allow: path "/bin/a\x00" contains invalid UTF-8 or a NUL byte`},
 		{"[network]\nmode = \"bridge\"\n", `policy.toml: line 2: network.mode: must be "isolated", "bridged" or "host", not "bridge"`},

@@ -186,7 +186,8 @@ check "the init is still the same process" sh -c "[ \"\$($RT --root $R state c1 
 # read_only against writes) takes the right to create entries from /meta
 # itself, and would refuse links and renames there before the LSM hooks
 # run. Each route is denied with EACCES and an event; files and sockets
-# made below the denied directory after the container started are too.
+# made below the denied directory after the container started are too, and
+# so is a file the host creates at a denied path that was missing then.
 file_routes() {
 	local Z2=fm B2=/tmp/fmbundle M=/tmp/fdmeta tool=${FILEATTACK:-/payload/bin/fileattack}
 	[ -x $B/rootfs/bin/fileattack ] || { bad "file routes: no fileattack helper at $tool"; return; }
@@ -198,7 +199,7 @@ file_routes() {
 	echo free >$M/w/free
 	"$tool" listen $M/w/private/sock0 >/dev/null 2>&1 & # in the list: it exists at start
 	local srv0=$!
-	printf '[zone]\nmode = "enforce"\nadmission = "strict"\n[filesystem]\ndeny = ["/meta/w/secret", "/meta/w/private"]\nread_only = ["/meta/ro"]\n' >/tmp/fm.toml
+	printf '[zone]\nmode = "enforce"\nadmission = "strict"\n[filesystem]\ndeny = ["/meta/w/secret", "/meta/w/private", "/meta/w/later"]\nread_only = ["/meta/ro"]\n' >/tmp/fm.toml
 	sed -e 's|"/loop.sh"|"/bin/sleep", "1000"|' -e 's|"org.rauha.zone": "fd"|"org.rauha.zone": "fm"|' \
 		-e 's|/rauha-filedeny/c1|/rauha-filedeny/c2|' -e "s|\"path\": \"rootfs\"|\"path\": \"$B/rootfs\"|" \
 		-e "s|\(\"destination\": \"/run\".*\]}\)|\1,\n    {\"destination\": \"/meta\", \"type\": \"bind\", \"source\": \"$M\", \"options\": [\"rbind\", \"rw\"]}|" \
@@ -206,8 +207,16 @@ file_routes() {
 	check "zone create fm (deny and read_only on /meta)" rt zone create $Z2 --policy /tmp/fm.toml
 	if ! (cd $B2 && rt run -d c2 </dev/null >/tmp/run2.log 2>&1); then cat /tmp/run2.log; fi
 	check "container c2 runs" sh -c "$RT --root $R state c2 | grep -q running"
+	# Made by the host after the start AT a denied path that did not exist
+	# then: listed by its directory and name, which verify expects while the
+	# kernel holds it (checked before files appear below /meta/w/private,
+	# which verify expects as inodes: "rauha zone update" lists those).
+	echo later >$M/w/later
+	check "verify: the kernel policy (/meta/w/later held by name) equals the stored one" \
+		sh -c "$RT --root $R zone verify $Z2 | grep 'kernel policy' | grep -q 'kernel maps equal'"
 	# Made after the start, below the denied directory: in no list.
 	echo late >$M/w/private/late
+	mkdir $M/w/private/d
 	"$tool" listen $M/w/private/sock >/dev/null 2>&1 &
 	local srv=$!
 	for i in $(seq 1 50); do [ -S $M/w/private/sock ] && [ -S $M/w/private/sock0 ] && break; sleep 0.1; done
@@ -236,6 +245,12 @@ file_routes() {
 	denied "connect /meta/w/private/sock0 (listed)" fileattack connect /meta/w/private/sock0
 	denied "connect /meta/w/private/sock (bound after start)" fileattack connect /meta/w/private/sock
 	check "the host reaches /meta/w/private/sock" sh -c "\"$tool\" connect $M/w/private/sock | grep -q hello"
+	denied "rm /meta/w/secret (the host's file)" rm -f /meta/w/secret
+	denied "rmdir /meta/w/private/d (below the denied directory)" rmdir /meta/w/private/d
+	check "the host still has /meta/w/secret and /meta/w/private/d" sh -c "[ \"\$(cat $M/w/secret)\" = secret ] && [ -d $M/w/private/d ]"
+	denied "cat /meta/w/later (created by the host after start)" cat /meta/w/later
+	denied "rm /meta/w/later" rm -f /meta/w/later
+	check "the host reads /meta/w/later" [ "$(cat $M/w/later)" = later ]
 	check "chmod of an unlisted file works" rt exec c2 chmod 600 /meta/w/free
 	check "ln of an unlisted file works" rt exec c2 ln /meta/w/free /meta/w/free2
 	check "read_only is no deny: cat /meta/ro/sub/file" sh -c "$RT --root $R exec c2 cat /meta/ro/sub/file | grep -q ro"
@@ -247,6 +262,10 @@ file_routes() {
 	check "event: link /meta/w/secret" ev2 "link /meta/w/secret"
 	check "event: open /meta/w/private/…/late" ev2 "/meta/w/private/…/late"
 	check "event: rename /meta/w/private/…/late" ev2 "rename /meta/w/private/…/late"
+	check "event: unlink /meta/w/secret" ev2 "unlink /meta/w/secret"
+	check "event: rmdir /meta/w/private/…/d" ev2 "rmdir /meta/w/private/…/d"
+	check "event: open /meta/w/later (by name)" ev2 "/meta/w/later"
+	check "event: unlink /meta/w/later (by name)" ev2 "unlink /meta/w/later"
 	check "event: unix connect /meta/w/private/sock0" ev2 "unix connect /meta/w/private/sock0"
 	check "event: unix connect /meta/w/private/…/sock" ev2 "unix connect /meta/w/private/…/sock"
 	rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep -E '"comm":"(ln|mv)"'
