@@ -94,8 +94,10 @@ rexec() {
 # tests only need "connection refused" from it).
 free_port() {
 	local p
+	# Below the kernel's ephemeral range (32768 and up by default), so the
+	# port is not some other connection's local port by the time it is used.
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		p=$((20000 + RANDOM % 30000))
+		p=$((20000 + RANDOM % 12000))
 		if ! ss -Htan "sport = :$p" 2>/dev/null | grep -q .; then
 			echo "$p"
 			return 0
