@@ -507,6 +507,18 @@ func (w workload) where() string {
 func (w workload) start(t *testing.T) int {
 	t.Helper()
 	cmd := w.command(t, "sleep")
+	_, stdout := spawn(t, cmd)
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("sleep helper did not start: %q %v", buf, err)
+	}
+	return cmd.Process.Pid
+}
+
+// spawn starts cmd with pipes to its stdin and from its stdout; when the
+// test ends, stdin is closed and the process killed and reaped.
+func spawn(t *testing.T, cmd *exec.Cmd) (io.WriteCloser, io.Reader) {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -523,11 +535,7 @@ func (w workload) start(t *testing.T) int {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	buf := make([]byte, 6)
-	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
-		t.Fatalf("sleep helper did not start: %q %v", buf, err)
-	}
-	return cmd.Process.Pid
+	return stdin, stdout
 }
 
 func testBinary(t *testing.T) string {
@@ -662,22 +670,7 @@ func (w workload) watch(t *testing.T) *sigWatcher {
 	t.Helper()
 	cmd := w.command(t, "sigwatch")
 	cmd.Env = append(cmd.Env, "GODEBUG=asyncpreemptoff=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	_, stdout := spawn(t, cmd)
 	s := &sigWatcher{pid: cmd.Process.Pid, lines: make(chan string, 64)}
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -45,18 +45,7 @@ func olderObject(edit func(*ebpf.CollectionSpec)) object {
 func startLoop(t *testing.T, w workload, op, arg string) func() string {
 	t.Helper()
 	cmd := w.command(t, op, arg)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	stdin, stdout := spawn(t, cmd)
 	out := bufio.NewReader(stdout)
 	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("%s did not start: %q %v", op, line, err)

@@ -55,6 +55,14 @@ listening() {
 		fail "nothing listens on 8080 in $LAN-$1"
 }
 
+# plain_pair: the bundles cb (b's server) and ca run under plain runc as pb
+# and pa, once b listens: the runc side of every connection test.
+plain_pair() {
+	plain run -d --bundle "$(bundle_dir cb)" pb >/dev/null 2>&1 </dev/null || fail "runc run pb"
+	plain run -d --bundle "$(bundle_dir ca)" pa >/dev/null 2>&1 </dev/null || fail "runc run pa"
+	listening b
+}
+
 # zone_policy NAME TOML: create zone NAME with the policy TOML.
 zone_policy() {
 	rrun rt zone create "$1" --policy "$(policy "$1" <<<"$2")"
@@ -97,9 +105,7 @@ verify_check() {
 	server cb b
 
 	# Plain runc: the same bundles reach each other.
-	plain run -d --bundle "$(bundle_dir cb)" pb >/dev/null 2>&1 </dev/null || fail "runc run pb"
-	plain run -d --bundle "$(bundle_dir ca)" pa >/dev/null 2>&1 </dev/null || fail "runc run pa"
-	listening b
+	plain_pair
 	pong plain pa "$NET.2"
 	plain delete --force pa
 	plain delete --force pb
@@ -162,9 +168,7 @@ verify_check() {
 	net_bundle ca a
 	server cb b
 
-	plain run -d --bundle "$(bundle_dir cb)" pb >/dev/null 2>&1 </dev/null || fail "runc run pb"
-	plain run -d --bundle "$(bundle_dir ca)" pa >/dev/null 2>&1 </dev/null || fail "runc run pa"
-	listening b
+	plain_pair
 	pong plain pa "$NET.2"
 	plain delete --force pa
 	plain delete --force pb
@@ -200,9 +204,7 @@ verify_check() {
 	server cb b
 
 	# Plain runc: from a second address, added after the container started.
-	plain run -d --bundle "$(bundle_dir cb)" pb >/dev/null 2>&1 </dev/null || fail "runc run pb"
-	plain run -d --bundle "$(bundle_dir ca)" pa >/dev/null 2>&1 </dev/null || fail "runc run pa"
-	listening b
+	plain_pair
 	ip -n "$LAN-a" addr add "$NET.11/24" dev eth0
 	ip -n "$LAN-a" route replace "$NET.0/24" dev eth0 src "$NET.11"
 	pong plain pa "$NET.2"
