@@ -1,6 +1,11 @@
 package zone
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Kinds of Observation. A learning zone records, aggregated by (Kind,
 // Object), every operation of its members that its base policy would deny;
@@ -28,4 +33,95 @@ type Observation struct {
 	Last      time.Time `json:"last"`
 	Comm      string    `json:"comm,omitempty"`      // the program that did it first
 	Container string    `json:"container,omitempty"` // the container that did it first
+}
+
+// MaxObservations bounds a zone's recording: a long-running workload that
+// keeps touching new objects does not grow the database without limit.
+// Repeats of a recorded object only raise its count.
+const MaxObservations = 20000
+
+// bucketObservations holds one nested bucket per recording zone, keyed by
+// kind, a NUL and the object.
+var bucketObservations = []byte("observations")
+
+func observationKey(kind, object string) []byte { return []byte(kind + "\x00" + object) }
+
+// RecordObservations merges obs into zone's recording: an object already
+// recorded gets its count added and its time range widened, a new one is
+// stored while the recording holds fewer than MaxObservations objects. It
+// returns how many new objects were dropped because the recording was full.
+func (tx *Tx) RecordObservations(zone string, obs []Observation) (dropped int, err error) {
+	if !tx.writable {
+		return 0, errors.New("state database: write in a read-only transaction (use Store.Update)")
+	}
+	top, err := tx.tx.CreateBucketIfNotExists(bucketObservations)
+	if err != nil {
+		return 0, fmt.Errorf("zone %q: observations: %w", zone, err)
+	}
+	b, err := top.CreateBucketIfNotExists([]byte(zone))
+	if err != nil {
+		return 0, fmt.Errorf("zone %q: observations: %w", zone, err)
+	}
+	n := -1 // counted when first needed
+	for _, o := range obs {
+		key := observationKey(o.Kind, o.Object)
+		if raw := b.Get(key); raw != nil {
+			var old Observation
+			if err := json.Unmarshal(raw, &old); err != nil {
+				return dropped, fmt.Errorf("zone %q: observation %q: corrupt record in state database: %w", zone, key, err)
+			}
+			o = old.merge(o)
+		} else {
+			if n < 0 {
+				n = b.Stats().KeyN
+			}
+			if n >= MaxObservations {
+				dropped++
+				continue
+			}
+			n++
+		}
+		if err := put(b, "observation", string(key), o); err != nil {
+			return dropped, fmt.Errorf("zone %q: %w", zone, err)
+		}
+	}
+	return dropped, nil
+}
+
+// merge adds n's count to o and widens o's time range; o keeps who did it
+// first unless n is earlier.
+func (o Observation) merge(n Observation) Observation {
+	o.Count += n.Count
+	if !n.First.IsZero() && (o.First.IsZero() || n.First.Before(o.First)) {
+		o.First, o.Comm, o.Container = n.First, n.Comm, n.Container
+	}
+	if n.Last.After(o.Last) {
+		o.Last = n.Last
+	}
+	return o
+}
+
+// Observations returns zone's recording in (kind, object) order; empty if it
+// has none.
+func (tx *Tx) Observations(zone string) ([]Observation, error) {
+	top := tx.bucket(bucketObservations)
+	if top == nil {
+		return nil, nil
+	}
+	return list[Observation](top.Bucket([]byte(zone)), "observation", nil)
+}
+
+// DeleteObservations forgets zone's recording.
+func (tx *Tx) DeleteObservations(zone string) error {
+	if !tx.writable {
+		return errors.New("state database: write in a read-only transaction (use Store.Update)")
+	}
+	top := tx.tx.Bucket(bucketObservations)
+	if top == nil || top.Bucket([]byte(zone)) == nil {
+		return nil
+	}
+	if err := top.DeleteBucket([]byte(zone)); err != nil {
+		return fmt.Errorf("zone %q: delete observations: %w", zone, err)
+	}
+	return nil
 }

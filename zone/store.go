@@ -519,6 +519,9 @@ func (tx *Tx) DeleteZone(name string) error {
 		}
 		return fmt.Errorf("zone %q still has %d member container(s) (%s); delete them first", name, len(members), strings.Join(ids, ", "))
 	}
+	if err := tx.DeleteObservations(name); err != nil {
+		return err
+	}
 	if err := tx.tx.Bucket(bucketZoneIDs).Delete(zoneIDKey(z.ID)); err != nil {
 		return fmt.Errorf("zone %q: unindex kernel id %d: %w", name, z.ID, err)
 	}
