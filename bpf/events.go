@@ -77,6 +77,18 @@ const (
 	HookLSMInodeRemoveACL   = Hook(rauhaHookHOOK_LSM_INODE_REMOVE_ACL)
 	HookLSMInodeUnlink      = Hook(rauhaHookHOOK_LSM_INODE_UNLINK)
 	HookLSMInodeRmdir       = Hook(rauhaHookHOOK_LSM_INODE_RMDIR)
+	// The path hooks: the checks above walking up across mounts, and new
+	// entries inside denied and read_only trees and at denied names.
+	HookLSMPathChmod    = Hook(rauhaHookHOOK_LSM_PATH_CHMOD)
+	HookLSMPathChown    = Hook(rauhaHookHOOK_LSM_PATH_CHOWN)
+	HookLSMPathTruncate = Hook(rauhaHookHOOK_LSM_PATH_TRUNCATE)
+	HookLSMPathUnlink   = Hook(rauhaHookHOOK_LSM_PATH_UNLINK)
+	HookLSMPathRmdir    = Hook(rauhaHookHOOK_LSM_PATH_RMDIR)
+	HookLSMPathMknod    = Hook(rauhaHookHOOK_LSM_PATH_MKNOD)
+	HookLSMPathMkdir    = Hook(rauhaHookHOOK_LSM_PATH_MKDIR)
+	HookLSMPathSymlink  = Hook(rauhaHookHOOK_LSM_PATH_SYMLINK)
+	HookLSMPathLink     = Hook(rauhaHookHOOK_LSM_PATH_LINK)
+	HookLSMPathRename   = Hook(rauhaHookHOOK_LSM_PATH_RENAME)
 )
 
 var hookNames = map[Hook]string{
@@ -95,7 +107,12 @@ var hookNames = map[Hook]string{
 	HookLSMInodeRename: "lsm/inode_rename", HookLSMUnixConnect: "lsm/unix_stream_connect",
 	HookLSMUnixSend: "lsm/unix_may_send", HookLSMInodeSetACL: "lsm/inode_set_acl",
 	HookLSMInodeRemoveACL: "lsm/inode_remove_acl", HookLSMInodeUnlink: "lsm/inode_unlink",
-	HookLSMInodeRmdir: "lsm/inode_rmdir",
+	HookLSMInodeRmdir: "lsm/inode_rmdir", HookLSMPathChmod: "lsm/path_chmod",
+	HookLSMPathChown: "lsm/path_chown", HookLSMPathTruncate: "lsm/path_truncate",
+	HookLSMPathUnlink: "lsm/path_unlink", HookLSMPathRmdir: "lsm/path_rmdir",
+	HookLSMPathMknod: "lsm/path_mknod", HookLSMPathMkdir: "lsm/path_mkdir",
+	HookLSMPathSymlink: "lsm/path_symlink", HookLSMPathLink: "lsm/path_link",
+	HookLSMPathRename: "lsm/path_rename",
 }
 
 func (h Hook) String() string {

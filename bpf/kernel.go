@@ -9,8 +9,10 @@
 //     capable, plus a cgroup-escape guard inside file_open; the deny list
 //     also on inode_setattr, inode_setxattr, inode_removexattr,
 //     inode_set_acl, inode_remove_acl, inode_link, inode_rename, inode_unlink,
-//     inode_rmdir,
-//     unix_stream_connect and unix_may_send;
+//     inode_rmdir, the path hooks path_chmod, path_chown, path_truncate, path_unlink,
+//     path_rmdir, path_mknod, path_mkdir, path_symlink, path_link and
+//     path_rename (CONFIG_SECURITY_PATH), unix_stream_connect and
+//     unix_may_send;
 //   - fallback, for kernels that refuse LSM programs (Landlock enforces files,
 //     exec and signals there): cgroup/connect4|6 and cgroup/sendmsg4|6 on
 //     every member's cgroup for the egress allow-list;
@@ -102,6 +104,16 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgZoneInodeRename, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneInodeUnlink, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneInodeRmdir, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathChmod, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathChown, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathTruncate, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathUnlink, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathRmdir, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathMknod, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathMkdir, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathSymlink, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathLink, lsm: true, attach: ebpf.AttachLSMMac},
+	{name: rauhaProgZonePathRename, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneUnixStreamConnect, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneUnixMaySend, lsm: true, attach: ebpf.AttachLSMMac},
 	// ACLs went through inode_setxattr and inode_removexattr before 6.2.

@@ -139,9 +139,14 @@ static long walk_up(__u64 i, void *arg)
  * Counts the check, and on a denial reports the denied inode (the
  * directory's, with the file's name in path, when a directory denied it;
  * the parent's, with the listed name in path, when a name denied it).
+ *
+ * newd, when not 0, is a new entry about to be made in the directory inode
+ * (d is the directory's dentry): its own name is looked up too, and events
+ * carry it in path.
  */
-static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
-					__u64 mount, __u32 bits, __u16 control, __u16 hook)
+static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct dentry *d,
+					__u64 mount, __u32 bits, __u16 control, __u16 hook,
+					struct dentry *newd)
 {
 	struct counters *c = counters_of(zone);
 	struct file_key k = {
@@ -163,7 +168,8 @@ static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct 
 		w.trees = !!(p.flags & POLICY_FILE_TREES);
 		if (mount)
 			w.mount = mount - bpf_core_field_offset(struct mount, mnt);
-		bpf_loop(WALK_MAX, walk_up, &w, 0);
+		if (!newd || !w.names || !name_denied(&w, newd, inode))
+			bpf_loop(WALK_MAX, walk_up, &w, 0);
 		if (w.hit) {
 			k.dev = w.dev;
 			k.ino = w.ino;
@@ -180,11 +186,20 @@ static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct 
 		e->arg = k.ino;
 		if (w.named)
 			__builtin_memcpy(e->path, w.name, sizeof(w.name));
+		else if (newd)
+			bpf_probe_read_kernel_str(e->path, sizeof(e->path),
+						  BPF_CORE_READ(newd, d_name.name));
 		else if (below)
 			bpf_probe_read_kernel_str(e->path, sizeof(e->path), BPF_CORE_READ(d, d_name.name));
 		bpf_ringbuf_submit(e, 0);
 	}
 	return ret;
+}
+
+static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
+					__u64 mount, __u32 bits, __u16 control, __u16 hook)
+{
+	return entry_denied(zone, inode, d, mount, bits, control, hook, 0);
 }
 
 /* Metadata changes and new names: denied inodes and read_only trees. */
@@ -198,6 +213,24 @@ static __always_inline int change_denied(struct dentry *d, __u16 hook)
 		return 0;
 	return inode_denied(zone, BPF_CORE_READ(d, d_inode), d, 0, FILE_DENY_CHANGES, CONTROL_FILE,
 			    hook);
+}
+
+/*
+ * A new entry d in the directory whose dentry is parent (in mount, a
+ * struct vfsmount *, 0 when unknown): refused inside a denied or read_only
+ * tree (parent listed, or a listed directory above it) and at a listed
+ * name. Without it a zone could fill a denied directory, or plant a file
+ * at a denied name for a host process to find.
+ */
+static __always_inline int create_denied(struct dentry *parent, __u64 mount, struct dentry *d,
+					 __u16 hook)
+{
+	__u32 zone = current_zone();
+
+	if (!zone)
+		return 0;
+	return entry_denied(zone, BPF_CORE_READ(parent, d_inode), parent, mount, FILE_DENY_CHANGES,
+			    CONTROL_FILE, hook, d);
 }
 
 /*
@@ -380,6 +413,151 @@ int BPF_PROG(zone_unix_may_send, struct socket *sock, struct socket *other, int 
 	if (ret)
 		return ret;
 	return unix_peer_denied(BPF_CORE_READ(other, sk), HOOK_LSM_UNIX_SEND);
+}
+
+/*
+ * The path hooks (CONFIG_SECURITY_PATH) of the syscalls that change or
+ * name files. The inode hooks above see a dentry but not its mount, so
+ * their walk stops at the root of the file system; these see the mount
+ * and walk on through the mount point into the file system above, so a
+ * file made after the push in a tmpfs or bind mount nested below a listed
+ * directory is judged like one made in the directory itself. They run
+ * before the inode hooks of the same syscall; the inode hooks stay for
+ * what reaches a file without a path hook (utimensat, xattrs, ACLs) and
+ * for in-kernel callers.
+ *
+ * New entries are judged here only: every syscall that makes one (open
+ * with O_CREAT, mknod, unix socket bind, mkdir, symlink, link, rename)
+ * calls a path hook before the file system's inode hook, so
+ * inode_create and its siblings would never be the first to refuse.
+ */
+static __always_inline int path_denied(const struct path *path, __u16 hook)
+{
+	__u32 zone = current_zone();
+
+	if (!zone)
+		return 0;
+	struct dentry *d = BPF_CORE_READ(path, dentry);
+	return inode_denied(zone, BPF_CORE_READ(d, d_inode), d, (__u64)BPF_CORE_READ(path, mnt),
+			    FILE_DENY_CHANGES, CONTROL_FILE, hook);
+}
+
+/* dentry, an existing entry of the directory dir. */
+static __always_inline int entry_in_denied(const struct path *dir, struct dentry *dentry, __u16 hook)
+{
+	__u32 zone = current_zone();
+
+	if (!zone)
+		return 0;
+	return inode_denied(zone, BPF_CORE_READ(dentry, d_inode), dentry,
+			    (__u64)BPF_CORE_READ(dir, mnt), FILE_DENY_CHANGES, CONTROL_FILE, hook);
+}
+
+/* dentry, a new entry of the directory dir. */
+static __always_inline int create_in_denied(const struct path *dir, struct dentry *dentry, __u16 hook)
+{
+	return create_denied(BPF_CORE_READ(dir, dentry), (__u64)BPF_CORE_READ(dir, mnt), dentry, hook);
+}
+
+SEC("lsm/path_chmod")
+int BPF_PROG(zone_path_chmod, const struct path *path, umode_t mode, int ret)
+{
+	if (ret)
+		return ret;
+	return path_denied(path, HOOK_LSM_PATH_CHMOD);
+}
+
+SEC("lsm/path_chown")
+int BPF_PROG(zone_path_chown, const struct path *path, __u64 uid, __u64 gid, int ret)
+{
+	if (ret)
+		return ret;
+	return path_denied(path, HOOK_LSM_PATH_CHOWN);
+}
+
+SEC("lsm/path_truncate")
+int BPF_PROG(zone_path_truncate, const struct path *path, int ret)
+{
+	if (ret)
+		return ret;
+	return path_denied(path, HOOK_LSM_PATH_TRUNCATE);
+}
+
+SEC("lsm/path_unlink")
+int BPF_PROG(zone_path_unlink, const struct path *dir, struct dentry *dentry, int ret)
+{
+	if (ret)
+		return ret;
+	return entry_in_denied(dir, dentry, HOOK_LSM_PATH_UNLINK);
+}
+
+SEC("lsm/path_rmdir")
+int BPF_PROG(zone_path_rmdir, const struct path *dir, struct dentry *dentry, int ret)
+{
+	if (ret)
+		return ret;
+	return entry_in_denied(dir, dentry, HOOK_LSM_PATH_RMDIR);
+}
+
+/* open(O_CREAT) too: may_o_create calls it for every regular file. */
+SEC("lsm/path_mknod")
+int BPF_PROG(zone_path_mknod, const struct path *dir, struct dentry *dentry, umode_t mode,
+	     unsigned int dev, int ret)
+{
+	if (ret)
+		return ret;
+	return create_in_denied(dir, dentry, HOOK_LSM_PATH_MKNOD);
+}
+
+SEC("lsm/path_mkdir")
+int BPF_PROG(zone_path_mkdir, const struct path *dir, struct dentry *dentry, umode_t mode, int ret)
+{
+	if (ret)
+		return ret;
+	return create_in_denied(dir, dentry, HOOK_LSM_PATH_MKDIR);
+}
+
+SEC("lsm/path_symlink")
+int BPF_PROG(zone_path_symlink, const struct path *dir, struct dentry *dentry,
+	     const char *old_name, int ret)
+{
+	if (ret)
+		return ret;
+	return create_in_denied(dir, dentry, HOOK_LSM_PATH_SYMLINK);
+}
+
+/* A hard link stays within one mount: old_dentry is in new_dir's. */
+SEC("lsm/path_link")
+int BPF_PROG(zone_path_link, struct dentry *old_dentry, const struct path *new_dir,
+	     struct dentry *new_dentry, int ret)
+{
+	if (ret)
+		return ret;
+	ret = entry_in_denied(new_dir, old_dentry, HOOK_LSM_PATH_LINK);
+	if (ret)
+		return ret;
+	return create_in_denied(new_dir, new_dentry, HOOK_LSM_PATH_LINK);
+}
+
+#define RENAME_EXCHANGE (1 << 1)
+
+SEC("lsm/path_rename")
+int BPF_PROG(zone_path_rename, const struct path *old_dir, struct dentry *old_dentry,
+	     const struct path *new_dir, struct dentry *new_dentry, unsigned int flags, int ret)
+{
+	if (ret)
+		return ret;
+	ret = entry_in_denied(old_dir, old_dentry, HOOK_LSM_PATH_RENAME);
+	if (ret)
+		return ret;
+	if (BPF_CORE_READ(new_dentry, d_inode))
+		ret = entry_in_denied(new_dir, new_dentry, HOOK_LSM_PATH_RENAME);
+	else
+		ret = create_in_denied(new_dir, new_dentry, HOOK_LSM_PATH_RENAME);
+	if (ret || !(flags & RENAME_EXCHANGE))
+		return ret;
+	/* The other side moves into old_dir. */
+	return create_in_denied(old_dir, old_dentry, HOOK_LSM_PATH_RENAME);
 }
 
 #endif /* RAUHA_LSMFILE_BPF_H */

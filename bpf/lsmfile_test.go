@@ -37,6 +37,25 @@ func fileOp(op string, args []string) (err error, ok bool) {
 		return unix.Unlink(args[0]), true
 	case "rmdir":
 		return unix.Rmdir(args[0]), true
+	case "create": // create <path>: a new regular file (open O_CREAT|O_EXCL)
+		fd, err := unix.Open(args[0], unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err, true
+	case "mkdir":
+		return unix.Mkdir(args[0], 0o755), true
+	case "mkfifo":
+		return unix.Mkfifo(args[0], 0o644), true
+	case "symlink": // symlink <target> <path>
+		return unix.Symlink(args[0], args[1]), true
+	case "bind": // bind <path>: a unix socket bound there (mknod of a socket)
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err, true
+		}
+		defer unix.Close(fd)
+		return unix.Bind(fd, &unix.SockaddrUnix{Name: args[0]}), true
 	case "unix-connect", "unix-dgram-connect", "unix-sendto": // <op> <socket path>
 		typ := unix.SOCK_STREAM
 		if op != "unix-connect" {
@@ -211,14 +230,14 @@ func TestLSMFileRoutes(t *testing.T) {
 		inA.expect(t, "EACCES", "link", denied, filepath.Join(dir, "free/l1"))
 		inA.expect(t, "EACCES", "link", late, filepath.Join(dir, "free/l2"))
 		inA.expect(t, "EACCES", "link", roFile, filepath.Join(dir, "free/l3"))
-		event(t, HookLSMInodeLink, deniedIno, "")
+		event(t, HookLSMPathLink, deniedIno, "")
 		inA.expect(t, "ok", "link", free, filepath.Join(dir, "free/l4"))
 		host.expect(t, "ok", "link", denied, filepath.Join(dir, "free/l5"))
 	})
 
 	t.Run("inode_rename", func(t *testing.T) {
 		inA.expect(t, "EACCES", "rename", late, filepath.Join(dir, "free/moved"))
-		event(t, HookLSMInodeRename, privIno, "late")
+		event(t, HookLSMPathRename, privIno, "late")
 		inA.expect(t, "EACCES", "rename", denied, filepath.Join(dir, "free/moved"))
 		inA.expect(t, "ok", "rename", filepath.Join(dir, "free/l4"), filepath.Join(dir, "free/l6"))
 	})
@@ -232,7 +251,7 @@ func TestLSMFileRoutes(t *testing.T) {
 
 	t.Run("inode_unlink and inode_rmdir", func(t *testing.T) {
 		inA.expect(t, "EACCES", "unlink", denied)
-		event(t, HookLSMInodeUnlink, deniedIno, "")
+		event(t, HookLSMPathUnlink, deniedIno, "")
 		inA.expect(t, "EACCES", "unlink", late)   // below a denied directory
 		inA.expect(t, "EACCES", "unlink", roFile) // below a read_only one
 		empty := filepath.Join(dir, "private/empty")
@@ -240,10 +259,10 @@ func TestLSMFileRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		inA.expect(t, "EACCES", "rmdir", empty)
-		event(t, HookLSMInodeRmdir, privIno, "empty")
+		event(t, HookLSMPathRmdir, privIno, "empty")
 		// Replacing a denied file removes it too.
 		inA.expect(t, "EACCES", "rename", filepath.Join(dir, "free/l6"), denied)
-		event(t, HookLSMInodeRename, deniedIno, "")
+		event(t, HookLSMPathRename, deniedIno, "")
 		inA.expect(t, "ok", "unlink", filepath.Join(dir, "free/l6"))
 		host.expect(t, "ok", "rmdir", empty)
 		for _, f := range []string{denied, late, roFile} {
@@ -280,12 +299,20 @@ func TestLSMFileRoutes(t *testing.T) {
 		inA.expect(t, "EACCES", "chmod", secret)
 		inA.expect(t, "EACCES", "unlink", secret)
 		inA.expect(t, "ok", "open", free) // a sibling
-		// Moved into the name by the zone itself.
+		// The zone cannot make the name itself, by any route.
 		if err := os.Remove(secret); err != nil {
 			t.Fatal(err)
 		}
 		other := mk("free/other")
-		inA.expect(t, "ok", "rename", other, secret)
+		inA.expect(t, "EACCES", "rename", other, secret)
+		event(t, HookLSMPathRename, freeIno, "secret")
+		inA.expect(t, "EACCES", "create", secret)
+		event(t, HookLSMPathMknod, freeIno, "secret")
+		inA.expect(t, "EACCES", "mkdir", secret)
+		inA.expect(t, "EACCES", "symlink", "/", secret)
+		inA.expect(t, "EACCES", "link", other, secret)
+		// Moved there by the host: denied at open.
+		host.expect(t, "ok", "rename", other, secret)
 		inA.expect(t, "EACCES", "open", secret)
 		event(t, HookLSMFileOpen, freeIno, "secret")
 		// A directory made at the name: what is below it too.
@@ -297,6 +324,70 @@ func TestLSMFileRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		inA.expect(t, "ok", "open", secret)
+	})
+
+	// New entries inside a denied or read_only tree: refused by every
+	// syscall that makes one, with the directory's inode and the new name
+	// in the event. Before the path hooks judged creation, each of these
+	// succeeded.
+	t.Run("new entries", func(t *testing.T) {
+		_, roIno := statDevIno(t, filepath.Join(dir, "ro"))
+		for _, c := range []struct {
+			args []string
+			hook Hook
+			name string
+		}{
+			{[]string{"create", filepath.Join(dir, "private/new")}, HookLSMPathMknod, "new"},
+			{[]string{"mkdir", filepath.Join(dir, "private/newdir")}, HookLSMPathMkdir, "newdir"},
+			{[]string{"mkfifo", filepath.Join(dir, "private/fifo")}, HookLSMPathMknod, "fifo"},
+			{[]string{"bind", filepath.Join(dir, "private/bound")}, HookLSMPathMknod, "bound"},
+			{[]string{"symlink", "/etc/passwd", filepath.Join(dir, "private/sym")}, HookLSMPathSymlink, "sym"},
+			{[]string{"link", free, filepath.Join(dir, "private/hard")}, HookLSMPathLink, "hard"},
+			{[]string{"rename", filepath.Join(dir, "free/file"), filepath.Join(dir, "private/moved")}, HookLSMPathRename, "moved"},
+		} {
+			inA.expect(t, "EACCES", c.args...)
+			event(t, c.hook, privIno, c.name)
+		}
+		// read_only: the listed directory is found by the walk from sub/.
+		inA.expect(t, "EACCES", "create", filepath.Join(dir, "ro/sub/new"))
+		event(t, HookLSMPathMknod, roIno, "new")
+		inA.expect(t, "EACCES", "mkdir", filepath.Join(dir, "ro/newdir"))
+		for _, n := range []string{"new", "newdir", "fifo", "bound", "sym", "hard", "moved"} {
+			if _, err := os.Lstat(filepath.Join(dir, "private", n)); !os.IsNotExist(err) {
+				t.Errorf("private/%s was made: %v", n, err)
+			}
+		}
+		inA.expect(t, "ok", "create", filepath.Join(dir, "free/new"))
+		inA.expect(t, "ok", "mkdir", filepath.Join(dir, "free/newdir"))
+		host.expect(t, "ok", "create", filepath.Join(dir, "private/hostnew"))
+	})
+
+	// A file system mounted below a denied directory after the push: the
+	// inode hooks' walk stops at its root, the path hooks' walk goes on
+	// through the mount point to private/.
+	t.Run("a mount nested below a denied directory", func(t *testing.T) {
+		mnt := filepath.Join(dir, "private/mnt")
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+		f := mk("private/mnt/late")
+		host.expect(t, "ok", "chmod", f)
+		inA.expect(t, "EACCES", "chmod", f)
+		event(t, HookLSMPathChmod, privIno, "late")
+		inA.expect(t, "EACCES", "chown", f)
+		inA.expect(t, "EACCES", "truncate", f)
+		inA.expect(t, "EACCES", "open", f) // file_open knows the mount too
+		inA.expect(t, "EACCES", "create", filepath.Join(mnt, "new"))
+		event(t, HookLSMPathMknod, privIno, "new")
+		inA.expect(t, "EACCES", "unlink", f)
+		event(t, HookLSMPathUnlink, privIno, "late")
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
 	})
 
 	t.Run("unix_stream_connect", func(t *testing.T) {

@@ -136,6 +136,16 @@ const (
 	rauhaHookHOOK_LSM_INODE_REMOVE_ACL    rauhaHook = 28
 	rauhaHookHOOK_LSM_INODE_UNLINK        rauhaHook = 29
 	rauhaHookHOOK_LSM_INODE_RMDIR         rauhaHook = 30
+	rauhaHookHOOK_LSM_PATH_CHMOD          rauhaHook = 31
+	rauhaHookHOOK_LSM_PATH_CHOWN          rauhaHook = 32
+	rauhaHookHOOK_LSM_PATH_TRUNCATE       rauhaHook = 33
+	rauhaHookHOOK_LSM_PATH_UNLINK         rauhaHook = 34
+	rauhaHookHOOK_LSM_PATH_RMDIR          rauhaHook = 35
+	rauhaHookHOOK_LSM_PATH_MKNOD          rauhaHook = 36
+	rauhaHookHOOK_LSM_PATH_MKDIR          rauhaHook = 37
+	rauhaHookHOOK_LSM_PATH_SYMLINK        rauhaHook = 38
+	rauhaHookHOOK_LSM_PATH_LINK           rauhaHook = 39
+	rauhaHookHOOK_LSM_PATH_RENAME         rauhaHook = 40
 )
 
 type rauhaLimits uint32
@@ -270,6 +280,16 @@ const (
 	rauhaProgZoneInodeSetxattr     = "zone_inode_setxattr"
 	rauhaProgZoneInodeUnlink       = "zone_inode_unlink"
 	rauhaProgZoneMmapFile          = "zone_mmap_file"
+	rauhaProgZonePathChmod         = "zone_path_chmod"
+	rauhaProgZonePathChown         = "zone_path_chown"
+	rauhaProgZonePathLink          = "zone_path_link"
+	rauhaProgZonePathMkdir         = "zone_path_mkdir"
+	rauhaProgZonePathMknod         = "zone_path_mknod"
+	rauhaProgZonePathRename        = "zone_path_rename"
+	rauhaProgZonePathRmdir         = "zone_path_rmdir"
+	rauhaProgZonePathSymlink       = "zone_path_symlink"
+	rauhaProgZonePathTruncate      = "zone_path_truncate"
+	rauhaProgZonePathUnlink        = "zone_path_unlink"
 	rauhaProgZonePtrace            = "zone_ptrace"
 	rauhaProgZoneSocketConnect     = "zone_socket_connect"
 	rauhaProgZoneSocketSendmsg     = "zone_socket_sendmsg"
@@ -348,6 +368,16 @@ type rauhaProgramSpecs struct {
 	ZoneInodeSetxattr     *ebpf.ProgramSpec `ebpf:"zone_inode_setxattr"`
 	ZoneInodeUnlink       *ebpf.ProgramSpec `ebpf:"zone_inode_unlink"`
 	ZoneMmapFile          *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
+	ZonePathChmod         *ebpf.ProgramSpec `ebpf:"zone_path_chmod"`
+	ZonePathChown         *ebpf.ProgramSpec `ebpf:"zone_path_chown"`
+	ZonePathLink          *ebpf.ProgramSpec `ebpf:"zone_path_link"`
+	ZonePathMkdir         *ebpf.ProgramSpec `ebpf:"zone_path_mkdir"`
+	ZonePathMknod         *ebpf.ProgramSpec `ebpf:"zone_path_mknod"`
+	ZonePathRename        *ebpf.ProgramSpec `ebpf:"zone_path_rename"`
+	ZonePathRmdir         *ebpf.ProgramSpec `ebpf:"zone_path_rmdir"`
+	ZonePathSymlink       *ebpf.ProgramSpec `ebpf:"zone_path_symlink"`
+	ZonePathTruncate      *ebpf.ProgramSpec `ebpf:"zone_path_truncate"`
+	ZonePathUnlink        *ebpf.ProgramSpec `ebpf:"zone_path_unlink"`
 	ZonePtrace            *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
 	ZoneSocketConnect     *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg     *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
@@ -480,6 +510,16 @@ type rauhaPrograms struct {
 	ZoneInodeSetxattr     *ebpf.Program `ebpf:"zone_inode_setxattr"`
 	ZoneInodeUnlink       *ebpf.Program `ebpf:"zone_inode_unlink"`
 	ZoneMmapFile          *ebpf.Program `ebpf:"zone_mmap_file"`
+	ZonePathChmod         *ebpf.Program `ebpf:"zone_path_chmod"`
+	ZonePathChown         *ebpf.Program `ebpf:"zone_path_chown"`
+	ZonePathLink          *ebpf.Program `ebpf:"zone_path_link"`
+	ZonePathMkdir         *ebpf.Program `ebpf:"zone_path_mkdir"`
+	ZonePathMknod         *ebpf.Program `ebpf:"zone_path_mknod"`
+	ZonePathRename        *ebpf.Program `ebpf:"zone_path_rename"`
+	ZonePathRmdir         *ebpf.Program `ebpf:"zone_path_rmdir"`
+	ZonePathSymlink       *ebpf.Program `ebpf:"zone_path_symlink"`
+	ZonePathTruncate      *ebpf.Program `ebpf:"zone_path_truncate"`
+	ZonePathUnlink        *ebpf.Program `ebpf:"zone_path_unlink"`
 	ZonePtrace            *ebpf.Program `ebpf:"zone_ptrace"`
 	ZoneSocketConnect     *ebpf.Program `ebpf:"zone_socket_connect"`
 	ZoneSocketSendmsg     *ebpf.Program `ebpf:"zone_socket_sendmsg"`
@@ -516,6 +556,16 @@ func (p *rauhaPrograms) Close() error {
 		p.ZoneInodeSetxattr,
 		p.ZoneInodeUnlink,
 		p.ZoneMmapFile,
+		p.ZonePathChmod,
+		p.ZonePathChown,
+		p.ZonePathLink,
+		p.ZonePathMkdir,
+		p.ZonePathMknod,
+		p.ZonePathRename,
+		p.ZonePathRmdir,
+		p.ZonePathSymlink,
+		p.ZonePathTruncate,
+		p.ZonePathUnlink,
 		p.ZonePtrace,
 		p.ZoneSocketConnect,
 		p.ZoneSocketSendmsg,

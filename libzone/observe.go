@@ -273,6 +273,16 @@ var fileHookOps = map[bpf.Hook]string{
 	bpf.HookLSMInodeRemoveACL:   "remove acl",
 	bpf.HookLSMInodeUnlink:      "unlink",
 	bpf.HookLSMInodeRmdir:       "rmdir",
+	bpf.HookLSMPathChmod:        "chmod",
+	bpf.HookLSMPathChown:        "chown",
+	bpf.HookLSMPathTruncate:     "truncate",
+	bpf.HookLSMPathUnlink:       "unlink",
+	bpf.HookLSMPathRmdir:        "rmdir",
+	bpf.HookLSMPathMknod:        "create",
+	bpf.HookLSMPathMkdir:        "mkdir",
+	bpf.HookLSMPathSymlink:      "symlink",
+	bpf.HookLSMPathLink:         "link",
+	bpf.HookLSMPathRename:       "rename",
 }
 
 // signalObject names a denied signal: "signal 15 to pid 42"; one a file
