@@ -150,16 +150,15 @@ func hasInodeRules(p *zone.Policy) bool {
 // a file is created there, so where the kernel holds the name the path is
 // expected by name, not by the inodes now at it (the next push lists
 // those; until then the path and everything below it are denied by the
-// name, only hard links made to the new file elsewhere are not).
+// name, only hard links made to the new file elsewhere are not). Likewise
+// an inode made below a denied directory since the last push is expected
+// only when the kernel does not hold a directory above it: the kernel's
+// walk up denies it already (only its hard links elsewhere are not).
 func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Container, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy) error {
 	if !ke.k.LSM() {
 		return nil
 	}
-	var held []bpf.FileDenyName
-	if kernel != nil {
-		held = kernel.FileNames
-	}
-	_, err := fileDenies(p, members, want, held)
+	_, err := fileDenies(p, members, want, kernel)
 	return err
 }
 
@@ -187,14 +186,26 @@ func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]DenyPaths {
 // the kernel's walk up from an inode finds it, and Landlock keeps new names
 // from being made below it. A listed path that does not exist but whose
 // directory does is listed by name (the directory's inode and the final
-// name), which denies a file created or moved there later; so is one whose
-// name the kernel already holds (held, see verifyFileDenies).
-func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, held []bpf.FileDenyName) (DenyPaths, error) {
+// name), which denies a file created or moved there later. kernel, when
+// not nil, is what the kernel holds (verifyFileDenies): a path whose name
+// it holds is listed by that name, and an inode below a directory it
+// holds (with the same bits, and the walk on) is left out unless it holds
+// the inode too.
+func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, kernel *bpf.ZonePolicy) (DenyPaths, error) {
 	paths := DenyPaths{}
 	kp.FileDenies, kp.FileTrees, kp.FileNames = nil, false, nil
 	if !hasInodeRules(p) {
 		return paths, nil
 	}
+	var held []bpf.FileDenyName
+	heldMask := map[string]bpf.FileAccess{}
+	if kernel != nil {
+		held = kernel.FileNames
+		for _, d := range kernel.FileDenies {
+			heldMask[inodeKey(d.Dev, d.Ino)] |= d.Mask
+		}
+	}
+	walks := kernel != nil && kernel.FileTrees
 	seen := map[string]bool{}
 	for _, m := range members {
 		pid := memberPid(&m)
@@ -209,7 +220,15 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, he
 			return nil, fmt.Errorf("container %s: open %s: %w", m.ID, procRoot(pid), err)
 		}
 		budget := maxDenyInodes
+		// The directories of this member the kernel holds, by path in
+		// its root and bits.
+		heldDirs := map[string]bpf.FileAccess{}
 		add := func(dev, ino uint64, mask bpf.FileAccess, path string) {
+			if have := heldMask[inodeKey(dev, ino)]; have&mask == mask {
+				heldDirs[path] |= mask
+			} else if walks && heldAbove(heldDirs, path, mask) {
+				return
+			}
 			kp.FileDenies = append(kp.FileDenies, bpf.FileDeny{Dev: dev, Ino: ino, Mask: mask})
 			if _, ok := paths[inodeKey(dev, ino)]; !ok {
 				paths[inodeKey(dev, ino)] = path
@@ -247,6 +266,19 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, he
 		unix.Close(root)
 	}
 	return paths, nil
+}
+
+// heldAbove reports whether a directory above path (a path in a member's
+// root) is in held with every bit of mask.
+func heldAbove(held map[string]bpf.FileAccess, path string, mask bpf.FileAccess) bool {
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if held[d]&mask == mask {
+			return true
+		}
+		if d == "/" || d == "." {
+			return false
+		}
+	}
 }
 
 // nameKey is the DenyPaths key of a name entry: the kernel reports a

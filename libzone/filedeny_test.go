@@ -212,7 +212,7 @@ func TestFileDeniesOfMembers(t *testing.T) {
 	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || len(kp.FileNames) != 0 || len(kp.FileDenies) != 4 {
 		t.Errorf("created: %+v, %v; want 4 inodes, no name", kp, err)
 	}
-	if _, err := fileDenies(p, cases["recorded pid"], &kp, held); err != nil || !slices.Equal(kp.FileNames, held) || len(kp.FileDenies) != 3 {
+	if _, err := fileDenies(p, cases["recorded pid"], &kp, &bpf.ZonePolicy{FileNames: held}); err != nil || !slices.Equal(kp.FileNames, held) || len(kp.FileDenies) != 3 {
 		t.Errorf("created, the kernel holding the name: %+v, %v; want the name, 3 inodes", kp, err)
 	}
 	if err := os.Remove(filepath.Join(dir, "missing")); err != nil {
@@ -225,6 +225,93 @@ func TestFileDeniesOfMembers(t *testing.T) {
 	p.Filesystem.ReadOnly = nil
 	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || kp.FileTrees {
 		t.Errorf("files only: FileTrees %v, %v; want false", kp.FileTrees, err)
+	}
+}
+
+// verify (fileDenies with what the kernel holds) expects an inode made
+// below a denied directory since the last push only when the kernel holds
+// no directory above it or does not walk: the walk denies it. An inode
+// the kernel should hold and does not still fails.
+func TestFileDeniesBelowHeldDirectories(t *testing.T) {
+	raw, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cg string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "0::"); ok {
+			cg = v
+		}
+	}
+	if cg == "" {
+		t.Skip("no cgroup v2 membership")
+	}
+	members := []zone.Container{{ID: "a", Pid: os.Getpid(), CgroupPath: cg}}
+	dir := t.TempDir()
+	private := filepath.Join(dir, "private")
+	mkfile := func(rel string) {
+		t.Helper()
+		f := filepath.Join(private, rel)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkfile("old")
+	p := &zone.Policy{}
+	p.Filesystem.Deny = []string{private}
+	p.Exec.Deny = []string{filepath.Join(dir, "bin")}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var pushed bpf.ZonePolicy
+	if _, err := fileDenies(p, members, &pushed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(pushed.FileDenies) != 3 || !pushed.FileTrees {
+		t.Fatalf("pushed %+v, want private, private/old and bin, walking", pushed)
+	}
+	// Made since the push, one of them in a new directory.
+	mkfile("late")
+	mkfile("sub/deeper")
+	expect := func(kernel bpf.ZonePolicy) bpf.ZonePolicy {
+		t.Helper()
+		var want bpf.ZonePolicy
+		if _, err := fileDenies(p, members, &want, &kernel); err != nil {
+			t.Fatal(err)
+		}
+		return want
+	}
+	if want := expect(pushed); !want.Equal(pushed) {
+		t.Errorf("files below a held directory: want %+v, the kernel holds %+v", want.Normalize(), pushed.Normalize())
+	}
+	// A new file in the exec.deny directory is covered for exec only: the
+	// kernel holding bin for exec covers it, not for open.
+	if err := os.WriteFile(filepath.Join(dir, "bin/tool"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if want := expect(pushed); !want.Equal(pushed) {
+		t.Errorf("a file below the exec.deny directory: want %+v", want.Normalize())
+	}
+	// Without the walk the kernel denies nothing below: they are expected.
+	noWalk := pushed
+	noWalk.FileTrees = false
+	if want := expect(noWalk); len(want.FileDenies) != 7 {
+		t.Errorf("kernel without the walk: want %d inodes %+v, want 7", len(want.FileDenies), want.FileDenies)
+	}
+	// A listed inode the kernel lacks is still expected unless a
+	// directory above it is held: the listed directories themselves fail,
+	// private/old is covered like a file made later.
+	old := inodeOf(t, filepath.Join(private, "old"))
+	for i, d := range pushed.FileDenies {
+		missing := pushed
+		missing.FileDenies = slices.Delete(slices.Clone(pushed.FileDenies), i, i+1)
+		covered := inodeKey(d.Dev, d.Ino) == old
+		if got := expect(missing).Equal(missing); got != covered {
+			t.Errorf("kernel without %+v: verify passes %v, want %v", d, got, covered)
+		}
 	}
 }
 
