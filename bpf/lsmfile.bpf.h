@@ -11,6 +11,12 @@
  *     directory, and is neither removed nor replaced);
  *   - unix sockets: unix_stream_connect and unix_may_send judge the inode
  *     the peer socket is bound to (connect never opens it);
+ *   - the path hooks (path_chmod, path_chown, path_truncate, path_unlink,
+ *     path_rmdir, path_link, path_rename) judge the same changes knowing
+ *     the mount, so their walk crosses mount points; and path_mknod (open
+ *     O_CREAT, mknod, unix bind), path_mkdir, path_symlink, path_link and
+ *     path_rename refuse new entries inside denied and read_only trees and
+ *     at denied names;
  *   - files that were not there when the list was resolved: a zone whose
  *     list holds directories (POLICY_FILE_TREES) has every check walk up
  *     the directories above the inode, so a file created or moved below a

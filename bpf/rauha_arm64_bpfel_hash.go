@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "96d7cb0f1dafd93b7756c657bb271abc7b29e295a2d7d86b89cf0c099f923793"
+const rauhaObjectSHA256 = "71dfb9d786f1fc98373fd912b700020c08b6a19e82f32534462266b4e85e0f5d"

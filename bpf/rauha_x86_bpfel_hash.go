@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "92d1ee8eaabee9128bf158cdbdf05bdb19baecd622b462cf5cbee748f19ddb46"
+const rauhaObjectSHA256 = "95c963e49e70e48713177b03dcc09c37292f0c1878d74cedf9c24736900d8cdb"

@@ -255,6 +255,32 @@ file_routes() {
 	check "ln of an unlisted file works" rt exec c2 ln /meta/w/free /meta/w/free2
 	check "read_only is no deny: cat /meta/ro/sub/file" sh -c "$RT --root $R exec c2 cat /meta/ro/sub/file | grep -q ro"
 
+	# New entries inside the denied directory (lsm/path_mknod, path_mkdir,
+	# path_symlink, path_link, path_rename): each works from the host and
+	# in an unlisted directory, and is refused in the zone.
+	denied "touch /meta/w/private/new (a new file)" touch /meta/w/private/new
+	denied "mkdir /meta/w/private/newdir" mkdir /meta/w/private/newdir
+	denied "mkfifo /meta/w/private/fifo" mkfifo /meta/w/private/fifo
+	denied "ln -s /etc/passwd /meta/w/private/sym" ln -s /etc/passwd /meta/w/private/sym
+	denied "ln /meta/w/free /meta/w/private/hard" ln /meta/w/free /meta/w/private/hard
+	denied "mv /meta/w/free2 /meta/w/private/moved" mv /meta/w/free2 /meta/w/private/moved
+	check "nothing was made in /meta/w/private" sh -c "! ls $M/w/private | grep -Eq '^(new|newdir|fifo|sym|hard|moved)\$'"
+	check "the zone makes files in an unlisted directory" rt exec c2 sh -c 'touch /meta/w/new && mkdir /meta/w/newdir && ln -s x /meta/w/sym'
+	check "the host makes files in /meta/w/private" sh -c "touch $M/w/private/hostnew && mkdir $M/w/private/hostdir"
+
+	# A tmpfs mounted in the container below the denied directory after the
+	# push, with a file the host makes there: the path hooks walk up through
+	# the mount point to /meta/w/private.
+	mkdir $M/w/private/mnt
+	local pid2
+	pid2=$(rt state c2 | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+	check "mount a tmpfs at /meta/w/private/mnt in c2" nsenter -t "$pid2" -m mount -t tmpfs tmpfs /meta/w/private/mnt
+	check "the host makes /meta/w/private/mnt/f in it" nsenter -t "$pid2" -m sh -c 'echo f >/meta/w/private/mnt/f'
+	denied "chmod 4755 /meta/w/private/mnt/f (nested mount)" chmod 4755 /meta/w/private/mnt/f
+	denied "rm /meta/w/private/mnt/f (nested mount)" rm -f /meta/w/private/mnt/f
+	denied "touch /meta/w/private/mnt/g (nested mount)" touch /meta/w/private/mnt/g
+	check "the host still has /meta/w/private/mnt/f, mode 644" nsenter -t "$pid2" -m sh -c '[ "$(stat -c %a /meta/w/private/mnt/f)" = 644 ]'
+
 	ev2() { rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep '"decision":"deny"' | grep -q "\"object\":\"$1"; }
 	check "event: setattr /meta/w/secret" ev2 "setattr /meta/w/secret"
 	check "event: setattr /meta/ro (read_only, below)" ev2 "setattr /meta/ro/…/file"
@@ -268,13 +294,27 @@ file_routes() {
 	check "event: unlink /meta/w/later (by name)" ev2 "unlink /meta/w/later"
 	check "event: unix connect /meta/w/private/sock0" ev2 "unix connect /meta/w/private/sock0"
 	check "event: unix connect /meta/w/private/…/sock" ev2 "unix connect /meta/w/private/…/sock"
+	check "event: create /meta/w/private/…/new" ev2 "create /meta/w/private/…/new"
+	check "event: mkdir /meta/w/private/…/newdir" ev2 "mkdir /meta/w/private/…/newdir"
+	check "event: create /meta/w/private/…/fifo" ev2 "create /meta/w/private/…/fifo"
+	check "event: symlink /meta/w/private/…/sym" ev2 "symlink /meta/w/private/…/sym"
+	check "event: link /meta/w/private/…/hard" ev2 "link /meta/w/private/…/hard"
+	check "event: rename /meta/w/private/…/moved" ev2 "rename /meta/w/private/…/moved"
+	check "event: chmod /meta/w/private/…/f (nested mount)" ev2 "chmod /meta/w/private/…/f"
+	check "event: unlink /meta/w/private/…/f (nested mount)" ev2 "unlink /meta/w/private/…/f"
+	check "event: create /meta/w/private/…/g (nested mount)" ev2 "create /meta/w/private/…/g"
 	rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep -E '"comm":"(ln|mv)"'
 
 	rt zone verify $Z2 | grep -E 'file |unix sockets|listed directories'
 	local route
-	for route in "file metadata" "file names" "file handles" "unix sockets" "files below listed directories"; do
+	for route in "file metadata" "file names" "new entries" "file handles" "unix sockets" "files below listed directories"; do
 		check "verify: $route" sh -c "$RT --root $R zone verify $Z2 | grep -Eq '^PASS +$route '"
 	done
+	# Files and directories made below /meta/w/private since the push (late,
+	# d, sock, hostnew, hostdir, the mount and f): covered by the walk up.
+	check "verify: the kernel policy passes with files made below the denied directory since the push" \
+		sh -c "$RT --root $R zone verify $Z2 | grep 'kernel policy' | grep -q 'kernel maps equal'"
+	nsenter -t "$pid2" -m umount /meta/w/private/mnt
 
 	kill $srv $srv0 2>/dev/null
 	rt kill c2 KILL >/dev/null 2>&1
