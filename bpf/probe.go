@@ -13,7 +13,9 @@ import (
 )
 
 // Probe reports whether BPF-LSM programs work on this kernel by loading and
-// attaching a tiny lsm/file_open program and checking that it runs. Neither
+// attaching a tiny lsm/file_open program and checking that it runs, and
+// whether the kernel has every LSM hook the backend needs (pathHooks).
+// Neither
 // /sys/kernel/security/lsm nor a successful load is proof: some kernels
 // refuse the load with EPERM although "bpf" is listed, and a kernel booted
 // without bpf in lsm= accepts and attaches the program but never calls it.
@@ -53,7 +55,40 @@ func Probe() (lsm bool, err error) {
 	if err := objs.ProbeHits.Get(&hits); err != nil {
 		return false, fmt.Errorf("read the probe's counter: %w", err)
 	}
-	return hits > 0, nil
+	if hits == 0 {
+		return false, nil
+	}
+	missing, err := missingHooks(pathHooks)
+	if err != nil {
+		return false, err
+	}
+	return len(missing) == 0, nil
+}
+
+// pathHooks are the LSM hooks the bpf-lsm backend needs that a kernel may
+// be built without (CONFIG_SECURITY_PATH; Debian's, Ubuntu's and Fedora's
+// kernels have them): such a kernel gets the landlock fallback instead of
+// a backend that cannot install.
+var pathHooks = []string{"path_chmod", "path_chown", "path_truncate", "path_unlink", "path_rmdir",
+	"path_mknod", "path_mkdir", "path_symlink", "path_link", "path_rename"}
+
+// missingHooks are the LSM hooks of hooks the running kernel lacks.
+func missingHooks(hooks []string) ([]string, error) {
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("read the kernel's BTF: %w", err)
+	}
+	var missing []string
+	for _, h := range hooks {
+		var fn *btf.Func
+		err := kernel.TypeByName("bpf_lsm_"+h, &fn)
+		if errors.Is(err, btf.ErrNotFound) {
+			missing = append(missing, h)
+		} else if err != nil {
+			return nil, fmt.Errorf("look up LSM hook %s in the kernel's BTF: %w", h, err)
+		}
+	}
+	return missing, nil
 }
 
 // unavailable tells "this kernel does not offer BPF-LSM" from other errors.
