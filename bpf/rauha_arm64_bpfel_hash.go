@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "9b826917fe56dc323c2ccb80a2a5a86930ac77f3dc9d13bcf653e4038821c731"
+const rauhaObjectSHA256 = "b47886880aa0810f20ab22af946221dbdc8fcfde661f85bf2de202fa195f71b9"

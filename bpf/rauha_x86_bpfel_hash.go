@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "7b8eedeeffc72eabc82ea4ef6341949f2211ab446254a7e2369642015a74aa88"
+const rauhaObjectSHA256 = "baa7d6e65872cd32128f6f4fa1d30a07288164135d3a559aad022bf3a925041e"
