@@ -24,7 +24,7 @@ func keyAddr(b [16]byte) netip.Addr { return netip.AddrFrom16(b).Unmap() }
 // zone, replacing what it registered before. An address that a member of
 // another zone holds already stays that zone's (verify reports it: see
 // AddrZones).
-func (k *Kernel) SetMemberAddrs(zone uint32, cgid uint64, addrs []netip.Addr) error {
+func (k *Kernel) SetMemberAddrs(zone uint32, cgid uint64, addrs []netip.Addr) (err error) {
 	if err := checkZone(zone); err != nil {
 		return err
 	}
@@ -33,6 +33,7 @@ func (k *Kernel) SetMemberAddrs(zone uint32, cgid uint64, addrs []netip.Addr) er
 		return err
 	}
 	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 	held, err := k.memberAddrEntries()
 	if err != nil {
 		return err
@@ -91,12 +92,13 @@ func (k *Kernel) removeMemberAddrs(cgid uint64) error {
 // PruneAddrs drops the addresses of cgroups registered in no zone (what a
 // create or delete killed half-way leaves) and rebuilds zone_addr from
 // member_addr. It returns the addresses it dropped from zone_addr.
-func (k *Kernel) PruneAddrs() ([]netip.Addr, error) {
+func (k *Kernel) PruneAddrs() (_ []netip.Addr, err error) {
 	unlock, err := lockPinDir(k.pinDir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 	members, err := k.Members()
 	if err != nil {
 		return nil, err

@@ -135,6 +135,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } zones_in_use SEC(".maps");
 
+/* [0]: the generation of the packet programs' inputs (struct gen_value). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_value);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} net_gen SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 512 * 1024);

@@ -130,6 +130,124 @@ static __always_inline __u32 skb_member(struct __sk_buff *skb, __u64 *member)
 	return 0;
 }
 
+/*
+ * What the packet programs know about the sockets of one cgroup: its zone
+ * (the walk above), that zone's policy flags and the zones_in_use switch,
+ * read at net_gen's generation gen, and the last destination egress_skb
+ * allowed one of its sockets for a reason that holds for every packet with
+ * the same family, protocol, addresses and destination port from that
+ * cgroup at that generation.
+ */
+struct cg_entry {
+	__u64 cgid; /* the socket's cgroup; 0: empty */
+	__u64 gen;
+	__u64 member;
+	__u32 zone;
+	__u32 flags;
+	__u32 daddr[4];
+	__u32 saddr[4];
+	__u16 dport;
+	__u8 family;
+	__u8 proto;
+	__u8 zones_used;
+	__u8 allowed; /* daddr to proto hold an allowed destination */
+	__u16 pad;
+};
+
+struct verdict_slot {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	struct cg_entry e;
+};
+
+/*
+ * A cache of cg_entry, so that most packets skip the walk from their
+ * socket's cgroup to the zone and the lookups of the verdict, new sockets'
+ * first packets too: VERDICT_SLOTS slots for each of the first
+ * VERDICT_CPUS CPUs (later CPUs share theirs), a cgroup's slot chosen by
+ * its id. A slot holds one cgroup at a time and is valid while net_gen has
+ * the generation it was read at: userspace bumps it after every change of
+ * what a verdict is read from. Every access holds the slot's lock, which
+ * also keeps interrupts off: no packet reads a slot half-written by another
+ * CPU or by a program it interrupted.
+ */
+enum {
+	VERDICT_CPUS = 64,
+	VERDICT_SLOTS = 64,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VERDICT_CPUS * VERDICT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct verdict_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} verdict_slots SEC(".maps");
+
+/* The slot of cgroup cgid on this CPU, NULL for cgid 0 (no full socket:
+ * time-wait sockets, kernel packets), which is judged without one. */
+static __always_inline struct verdict_slot *slot_of(__u64 cgid)
+{
+	if (!cgid)
+		return NULL;
+	__u32 k = (bpf_get_smp_processor_id() % VERDICT_CPUS) * VERDICT_SLOTS +
+		  (__u32)((cgid ^ (cgid >> 6)) % VERDICT_SLOTS);
+	return bpf_map_lookup_elem(&verdict_slots, &k);
+}
+
+static __always_inline struct gen_value *net_gen_value(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&net_gen, &k);
+}
+
+/*
+ * *e := the slot's entry; true when it holds cgid at the current
+ * generation. The generation is read without its lock here: a packet that
+ * passes while userspace bumps it is judged as if it had left just before.
+ */
+static __always_inline bool slot_cached(struct verdict_slot *vs, struct gen_value *g, __u64 cgid,
+					struct cg_entry *e)
+{
+	if (!vs || !g)
+		return false;
+	bpf_spin_lock(&vs->lock);
+	*e = vs->e;
+	bpf_spin_unlock(&vs->lock);
+	return e->cgid == cgid && e->gen == g->gen;
+}
+
+/*
+ * Fills the zone part of *e by walking from skb's socket to its zone, and
+ * stores it in the slot with the generation read first, under net_gen's
+ * lock: that orders the reads after it, so they see every map change made
+ * before that generation was set.
+ */
+static __always_inline void slot_resolve(struct __sk_buff *skb, struct verdict_slot *vs,
+					 struct gen_value *g, __u64 cgid, struct cg_entry *e)
+{
+	struct policy pol;
+
+	e->gen = 0;
+	if (vs && g) {
+		bpf_spin_lock(&g->lock);
+		e->gen = g->gen;
+		bpf_spin_unlock(&g->lock);
+	}
+	e->zone = skb_member(skb, &e->member);
+	load_policy(e->zone, &pol);
+	e->cgid = cgid;
+	e->flags = pol.flags;
+	e->zones_used = zones_used();
+	e->allowed = 0;
+	if (vs && g) {
+		bpf_spin_lock(&vs->lock);
+		vs->e = *e;
+		bpf_spin_unlock(&vs->lock);
+	}
+}
+
 /* Ports of the transport header at off, for protocols that have them
  * where TCP and UDP do. */
 static __always_inline void transport_ports(struct __sk_buff *skb, __u32 off, struct packet *p)
@@ -369,7 +487,35 @@ static __always_inline bool skb_event_allowed(__u32 zone)
 	return true;
 }
 
-static __always_inline void skb_event(__u32 zone, const struct policy *pol, struct counters *c,
+/* Whether p goes where e's allowed destination is, from the same address. */
+static __always_inline bool same_destination(const struct cg_entry *e, const struct packet *p)
+{
+	return e->allowed && !p->unjudgeable && e->family == p->family && e->proto == p->proto &&
+	       e->dport == p->dport && e->daddr[0] == p->daddr[0] && e->daddr[1] == p->daddr[1] &&
+	       e->daddr[2] == p->daddr[2] && e->daddr[3] == p->daddr[3] && e->saddr[0] == p->saddr[0] &&
+	       e->saddr[1] == p->saddr[1] && e->saddr[2] == p->saddr[2] && e->saddr[3] == p->saddr[3];
+}
+
+/* Keeps p's destination as allowed, unless the slot was refilled since e
+ * was read (another cgroup, another generation). */
+static __always_inline void slot_remember(struct verdict_slot *vs, const struct cg_entry *e,
+					  const struct packet *p)
+{
+	if (!vs)
+		return;
+	bpf_spin_lock(&vs->lock);
+	if (vs->e.cgid == e->cgid && vs->e.gen == e->gen) {
+		__builtin_memcpy(vs->e.daddr, p->daddr, 16);
+		__builtin_memcpy(vs->e.saddr, p->saddr, 16);
+		vs->e.dport = p->dport;
+		vs->e.family = p->family;
+		vs->e.proto = p->proto;
+		vs->e.allowed = 1;
+	}
+	bpf_spin_unlock(&vs->lock);
+}
+
+static __always_inline void skb_event(__u32 zone, __u32 pflags, struct counters *c,
 				      struct __sk_buff *skb, const struct packet *p, __u16 control,
 				      __u16 hook, __u32 peer, __u64 flags)
 {
@@ -379,8 +525,8 @@ static __always_inline void skb_event(__u32 zone, const struct policy *pol, stru
 	 * current is whatever ran, and kernels before 6.10 do not give these
 	 * programs current's helpers. The socket's cgroup names the member. */
 	struct event *e = event_reserve(zone, c, control, hook,
-					(pol->flags & POLICY_AUDIT) ? VERDICT_AUDITED : VERDICT_DENIED,
-					(pol->flags & POLICY_AUDIT) ? 0 : -EPERM);
+					(pflags & POLICY_AUDIT) ? VERDICT_AUDITED : VERDICT_DENIED,
+					(pflags & POLICY_AUDIT) ? 0 : -EPERM);
 	if (!e)
 		return;
 	e->cgid = bpf_skb_cgroup_id(skb);
@@ -397,6 +543,62 @@ static __always_inline void skb_event(__u32 zone, const struct policy *pol, stru
 	bpf_ringbuf_submit(e, 0);
 }
 
+enum skb_verdict {
+	SKB_DENY,
+	SKB_ALLOW,
+	SKB_ALLOW_KEPT, /* allowed for a reason slot_remember may keep */
+};
+
+static __always_inline int egress_judge(struct __sk_buff *skb, const struct cg_entry *e,
+					const struct packet *p, __u32 *peer, __u64 *flags)
+{
+	__u32 zone = e->zone;
+	bool restricted = e->flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
+
+	if (p->unjudgeable) {
+		/* Where it ends is unknown: it may be another zone's member. */
+		if (!restricted && (!e->zones_used || addr_zone(p->family, p->saddr) == zone))
+			return SKB_ALLOW;
+		*flags = PACKET_UNJUDGEABLE;
+		return SKB_DENY;
+	}
+	*peer = addr_zone(p->family, p->daddr);
+	if (*peer == zone) {
+		/* A zone's members always reach each other under allowed_zones;
+		 * without it, allowed_egress judges their addresses as before. */
+		if (e->flags & POLICY_ZONES_RESTRICTED)
+			return SKB_ALLOW_KEPT;
+		*peer = 0;
+	}
+	if (*peer && e->zones_used && addr_zone(p->family, p->saddr) != zone) {
+		*flags = PACKET_UNREGISTERED;
+	} else if (*peer && (e->flags & POLICY_ZONES_RESTRICTED)) {
+		if (net_peer_allowed(zone, *peer))
+			return SKB_ALLOW_KEPT;
+	} else if (!(e->flags & POLICY_EGRESS_RESTRICTED)) {
+		return SKB_ALLOW_KEPT;
+	} else {
+		/* The allow-list first: the socket's fields cost probe reads. */
+		bool loopback;
+		if (p->family == AF_INET) {
+			if (egress4_allowed(zone, p->daddr[0], p->dport))
+				return SKB_ALLOW_KEPT;
+			loopback = is_loopback4(p->daddr[0]);
+		} else {
+			if (egress6_allowed(zone, p->daddr, p->dport))
+				return SKB_ALLOW_KEPT;
+			loopback = is_loopback6(p->daddr);
+		}
+		/* Not kept: the socket's netns decides, not its cgroup. */
+		if (loopback && own_loopback(e->member, sock_cookie_of_netns(skb_sock(skb)), true))
+			return SKB_ALLOW;
+	}
+	/* Not kept: the socket's state and the listeners change. */
+	if (inbound_tcp(skb, p) || kernel_signalling(skb_sock(skb), p))
+		return SKB_ALLOW;
+	return SKB_DENY;
+}
+
 /*
  * Every IPv4/IPv6 packet a member's socket sends (TCP, UDP, raw, ICMP
  * "ping"), after routing, with the destination it really has. Other
@@ -409,18 +611,23 @@ static __always_inline void skb_event(__u32 zone, const struct policy *pol, stru
  * the receiver's ingress program judges the sender by that address, so an
  * address it cannot attribute (one added after create, or spoofed) must
  * not reach it. The netns's own signalling passes (kernel_signalling), and
- * so do inbound TCP connections (inbound_tcp).
+ * so do inbound TCP connections (inbound_tcp). Packets from a cgroup to
+ * the destination it was last allowed skip the judgement (verdict_slots)
+ * until net_gen changes.
  */
 SEC("cgroup_skb/egress")
 int egress_skb(struct __sk_buff *skb)
 {
-	__u64 member;
-	__u32 zone = skb_member(skb, &member);
-	struct policy pol;
+	__u64 cgid = bpf_skb_cgroup_id(skb);
+	struct verdict_slot *vs = slot_of(cgid);
+	struct gen_value *g = net_gen_value();
+	struct cg_entry e = {};
+	bool cached = slot_cached(vs, g, cgid, &e);
 
-	load_policy(zone, &pol);
-	bool restricted = pol.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
-	if (!restricted && !zones_used())
+	if (!cached)
+		slot_resolve(skb, vs, g, cgid, &e);
+	bool restricted = e.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
+	if (!restricted && !e.zones_used)
 		return 1;
 
 	struct packet p = {};
@@ -431,53 +638,21 @@ int egress_skb(struct __sk_buff *skb)
 	else
 		return 1; /* not IP: no address to judge */
 
-	struct counters *c = counters_of(zone);
+	struct counters *c = counters_of(e.zone);
 	count_check(c, CONTROL_EGRESS);
+	if (cached && same_destination(&e, &p))
+		return 1;
 	__u32 peer = 0;
 	__u64 flags = 0;
-	if (p.unjudgeable) {
-		/* Where it ends is unknown: it may be another zone's member. */
-		if (!restricted && (!zones_used() || addr_zone(p.family, p.saddr) == zone))
-			return 1;
-		flags = PACKET_UNJUDGEABLE;
-	} else {
-		peer = addr_zone(p.family, p.daddr);
-		if (peer == zone) {
-			/* A zone's members always reach each other under allowed_zones;
-			 * without it, allowed_egress judges their addresses as before. */
-			if (pol.flags & POLICY_ZONES_RESTRICTED)
-				return 1;
-			peer = 0;
-		}
-		if (peer && zones_used() && addr_zone(p.family, p.saddr) != zone) {
-			flags = PACKET_UNREGISTERED;
-		} else if (peer && (pol.flags & POLICY_ZONES_RESTRICTED)) {
-			if (net_peer_allowed(zone, peer))
-				return 1;
-		} else if (!(pol.flags & POLICY_EGRESS_RESTRICTED)) {
-			return 1;
-		} else {
-			/* The allow-list first: the socket's fields cost probe reads. */
-			bool loopback;
-			if (p.family == AF_INET) {
-				if (egress4_allowed(zone, p.daddr[0], p.dport))
-					return 1;
-				loopback = is_loopback4(p.daddr[0]);
-			} else {
-				if (egress6_allowed(zone, p.daddr, p.dport))
-					return 1;
-				loopback = is_loopback6(p.daddr);
-			}
-			if (loopback && own_loopback(member, sock_cookie_of_netns(skb_sock(skb)), true))
-				return 1;
-		}
-		if (inbound_tcp(skb, &p) || kernel_signalling(skb_sock(skb), &p))
-			return 1;
-	}
+	int v = egress_judge(skb, &e, &p, &peer, &flags);
+	if (v == SKB_ALLOW_KEPT)
+		slot_remember(vs, &e, &p);
+	if (v != SKB_DENY)
+		return 1;
 	if (c)
 		c->denies[CONTROL_EGRESS]++;
-	skb_event(zone, &pol, c, skb, &p, CONTROL_EGRESS, HOOK_SKB_EGRESS, peer, flags);
-	return (pol.flags & POLICY_AUDIT) ? 1 : 0;
+	skb_event(e.zone, e.flags, c, skb, &p, CONTROL_EGRESS, HOOK_SKB_EGRESS, peer, flags);
+	return (e.flags & POLICY_AUDIT) ? 1 : 0;
 }
 
 /*
@@ -489,12 +664,14 @@ int egress_skb(struct __sk_buff *skb)
 SEC("cgroup_skb/ingress")
 int ingress_skb(struct __sk_buff *skb)
 {
-	__u64 member;
-	__u32 zone = skb_member(skb, &member);
-	struct policy pol;
+	__u64 cgid = bpf_skb_cgroup_id(skb);
+	struct verdict_slot *vs = slot_of(cgid);
+	struct gen_value *g = net_gen_value();
+	struct cg_entry e = {};
 
-	load_policy(zone, &pol);
-	if (!(pol.flags & POLICY_ZONES_RESTRICTED))
+	if (!slot_cached(vs, g, cgid, &e))
+		slot_resolve(skb, vs, g, cgid, &e);
+	if (!(e.flags & POLICY_ZONES_RESTRICTED))
 		return 1;
 
 	struct packet p = {};
@@ -505,16 +682,16 @@ int ingress_skb(struct __sk_buff *skb)
 	else
 		return 1;
 
-	struct counters *c = counters_of(zone);
+	struct counters *c = counters_of(e.zone);
 	count_check(c, CONTROL_INGRESS);
 	/* The source is in the fixed header: an unparsable rest does not hide it. */
 	__u32 peer = addr_zone(p.family, p.saddr);
-	if (!peer || net_peer_allowed(zone, peer))
+	if (!peer || net_peer_allowed(e.zone, peer))
 		return 1;
 	if (c)
 		c->denies[CONTROL_INGRESS]++;
-	skb_event(zone, &pol, c, skb, &p, CONTROL_INGRESS, HOOK_SKB_INGRESS, peer, 0);
-	return (pol.flags & POLICY_AUDIT) ? 1 : 0;
+	skb_event(e.zone, e.flags, c, skb, &p, CONTROL_INGRESS, HOOK_SKB_INGRESS, peer, 0);
+	return (e.flags & POLICY_AUDIT) ? 1 : 0;
 }
 
 #endif /* RAUHA_EGRESS_BPF_H */

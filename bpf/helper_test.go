@@ -250,6 +250,32 @@ func helperOp(op string, args []string) error {
 		defer c.Close()
 		_, err = c.Write([]byte("hi"))
 		return err
+	case "udp-stream": // udp-stream <addr:port>: a connected UDP socket; one datagram per line of stdin
+		ap, err := netip.ParseAddrPort(args[0])
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+			return err
+		}
+		fmt.Println("ready")
+		lines := bufio.NewScanner(os.Stdin)
+		for lines.Scan() {
+			name := "ok"
+			var errno syscall.Errno
+			if _, err := unix.Write(fd, lines.Bytes()); errors.As(err, &errno) {
+				name = unix.ErrnoName(errno)
+			} else if err != nil {
+				return err
+			}
+			fmt.Println(name)
+		}
+		return lines.Err()
 	case "sleep": // a target for signals and ptrace, until killed
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)

@@ -19,7 +19,7 @@ import (
 // fail closed for a cgroup that is attached but not yet registered, so no
 // window lets egress through. Adding a member again to
 // the same zone is a no-op; moving it to another zone needs RemoveMember.
-func (k *Kernel) AddMember(zone uint32, cgroupDir string) (uint64, error) {
+func (k *Kernel) AddMember(zone uint32, cgroupDir string) (_ uint64, err error) {
 	if err := checkZone(zone); err != nil {
 		return 0, err
 	}
@@ -32,6 +32,7 @@ func (k *Kernel) AddMember(zone uint32, cgroupDir string) (uint64, error) {
 		return 0, err
 	}
 	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 
 	var cur uint32
 	err = k.maps.ZoneByCgid.Lookup(cgid, &cur)
@@ -102,9 +103,8 @@ func (k *Kernel) linkCgroup(cgroupDir, dir string) (pinned []string, err error) 
 // links. cgid 0 means: take it from cgroupDir (which must then still exist);
 // a deleted container's cgroup is usually gone, so pass the id stored at
 // AddMember. Removing a non-member is not an error.
-func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
+func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) (err error) {
 	if cgid == 0 {
-		var err error
 		if cgid, err = CgroupID(cgroupDir); err != nil {
 			return err
 		}
@@ -114,6 +114,7 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 		return err
 	}
 	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 
 	if err := k.maps.ZoneByCgid.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("unregister cgroup %d: %w", cgid, err)
@@ -223,11 +224,17 @@ func (k *Kernel) Members() (map[uint64]uint32, error) {
 // zone: loopback destinations there are not egress. Every other netns's
 // loopback (the host's, one joined from elsewhere) is egress like any
 // address.
-func (k *Kernel) SetMemberNetns(cgid uint64, netnsPath string) error {
+func (k *Kernel) SetMemberNetns(cgid uint64, netnsPath string) (err error) {
 	cookie, err := NetnsCookie(netnsPath)
 	if err != nil {
 		return err
 	}
+	unlock, err := lockPinDir(k.pinDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 	if err := k.maps.MemberNetns.Update(cgid, cookie, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("record the network namespace of cgroup %d (member_netns full?): %w", cgid, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -122,4 +123,108 @@ func expectServed(t *testing.T, w workload) {
 	if err != nil || string(got) != "hi" {
 		t.Errorf("reply of the zone's server: %q, %v", got, err)
 	}
+}
+
+// The packet programs keep a cgroup's zone and its last allowed
+// destination (verdict_slots) until net_gen changes: a policy update, an
+// address registration and a member's move to another zone each reach an
+// open socket at its next packet. A connected UDP socket sends without
+// passing connect4 or sendmsg4 again, so only the packet program judges.
+func TestPacketVerdictCache(t *testing.T) {
+	t.Run("fallback", func(t *testing.T) {
+		requireRoot(t)
+		k, _ := testKernel(t, false)
+		testPacketVerdictCache(t, k)
+	})
+	t.Run("lsm", func(t *testing.T) { testPacketVerdictCache(t, lsmKernel(t)) })
+}
+
+func testPacketVerdictCache(t *testing.T, k *Kernel) {
+	const zone, other, peer = 31, 32, 33
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	must(err)
+	t.Cleanup(func() { srv.Close() })
+	port := uint16(srv.LocalAddr().(*net.UDPAddr).Port)
+	lo := netip.MustParseAddr("127.0.0.1")
+	allow := ZonePolicy{EgressRestricted: true, Egress: []EgressRule{{Prefix: netip.PrefixFrom(lo, 32), Port: port}}}
+	must(k.SetPolicy(zone, allow))
+	must(k.SetPolicy(other, ZonePolicy{EgressRestricted: true}))
+	cg := testCgroup(t, "verdict-cache")
+	cgid, err := k.AddMember(zone, cg)
+	must(err)
+
+	cmd := workload{cgroup: cg}.command(t, "udp-stream", netip.AddrPortFrom(lo, port).String())
+	stdin, stdout := spawn(t, cmd)
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("udp-stream did not connect: %q %v", line, err)
+	}
+	n := 0
+	// send makes the helper send one datagram; want is its outcome, and
+	// "ok" also means that the listener got it.
+	send := func(want, why string) {
+		t.Helper()
+		n++
+		msg := "datagram-" + strconv.Itoa(n)
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("udp-stream: %v", err)
+		}
+		if got := strings.TrimSpace(line); got != want {
+			t.Fatalf("%s: send got %s, want %s", why, got, want)
+		}
+		if want != "ok" {
+			return
+		}
+		buf := make([]byte, 64)
+		for {
+			must(srv.SetReadDeadline(time.Now().Add(time.Second)))
+			m, err := srv.Read(buf)
+			if err != nil {
+				t.Fatalf("%s: the listener got no datagram: %v", why, err)
+			}
+			if string(buf[:m]) == msg {
+				return
+			}
+		}
+	}
+	send("ok", "allowed")
+	send("ok", "allowed again (kept)")
+
+	must(k.SetPolicy(zone, ZonePolicy{EgressRestricted: true}))
+	send("EPERM", "after an update that withdrew the destination")
+	ev := drainUntil(t, k, func(e Event) bool { return e.Hook == HookSkbEgress })
+	if ev.Zone != zone || ev.CgroupID != cgid || ev.Proto != unix.IPPROTO_UDP || ev.Addr != netip.AddrPortFrom(lo, port) {
+		t.Errorf("event of the withdrawn destination: %+v", ev)
+	}
+	must(k.SetPolicy(zone, allow))
+	send("ok", "after an update that allowed it again")
+
+	// allowed_zones: an address of another zone's member is judged by it,
+	// not by allowed_egress, from the moment it is registered.
+	zonesToo := allow
+	zonesToo.ZonesRestricted = true
+	must(k.SetPolicy(zone, zonesToo))
+	send("ok", "allowed_zones, the destination in no zone")
+	must(k.SetMemberAddrs(peer, 1<<40, []netip.Addr{lo}))
+	send("EPERM", "after the destination was registered to a zone not allowed")
+	must(k.SetMemberAddrs(peer, 1<<40, nil))
+	send("ok", "after the destination was unregistered")
+
+	// A member that leaves is not judged; one that joins another zone is
+	// judged by that zone's policy.
+	must(k.RemoveMember(cg, 0))
+	send("ok", "after the member left its zone")
+	_, err = k.AddMember(other, cg)
+	must(err)
+	send("EPERM", "after the member joined a zone that allows nothing")
 }

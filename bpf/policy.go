@@ -468,7 +468,7 @@ func restrictive(a, b *rauhaPolicy) rauhaPolicy {
 //
 // Steps 5–8 only remove restrictions p does not have, so a failure there
 // leaves the kernel stricter than p, never looser.
-func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
+func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) (err error) {
 	if err := p.validate(zone); err != nil {
 		return err
 	}
@@ -479,6 +479,7 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 		return err
 	}
 	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 	old, err := k.readState(zone, false)
 	if err != nil {
 		return err
@@ -531,6 +532,12 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 				return err
 			}
 		}
+	}
+	// Sockets must not keep verdicts of the old policy while the new one
+	// relaxes the intersection: a policy killed from here on leaves them
+	// judged by what the maps hold.
+	if err := step("invalidate the sockets' verdicts", k.netChanged()); err != nil {
+		return err
 	}
 
 	for key := range want.egress4 {
@@ -601,12 +608,13 @@ func (k *Kernel) refreshZonesInUse() error {
 // DeletePolicy removes a zone's policy, its peer entries in both directions
 // (so a later zone reusing the id inherits no permission) and its counters.
 // The zone must have no members left: RemoveMember them first.
-func (k *Kernel) DeletePolicy(zone uint32) error {
+func (k *Kernel) DeletePolicy(zone uint32) (err error) {
 	unlock, err := k.lockZone(zone)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 
 	members, err := k.Members()
 	if err != nil {
@@ -656,12 +664,13 @@ func (k *Kernel) DeletePolicy(zone uint32) error {
 // that reconcile has not repaired) leaves such entries behind. SetPolicy
 // replaces a zone's own entries, not these, so without this the new zone
 // would inherit what the others had granted the old one.
-func (k *Kernel) WithdrawGrants(zone uint32) error {
+func (k *Kernel) WithdrawGrants(zone uint32) (err error) {
 	unlock, err := k.lockZone(zone)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	defer func() { err = errors.Join(err, k.netChanged()) }()
 	var stale []rauhaPeerKey
 	err = eachHashEntry(k.maps.ZonePeers, func(kp *rauhaPeerKey, _ *uint32) {
 		if kp.Actor == zone {

@@ -167,6 +167,21 @@ struct member_addr_key {
 	__u8 addr[16];
 };
 
+/*
+ * net_gen's only value: the generation of everything a packet verdict is
+ * read from (members, policies, allow-lists, peers, addresses, member_netns,
+ * zones_in_use, the programs themselves). Userspace bumps gen, with
+ * BPF_F_LOCK, after every change of those, so that what the packet
+ * programs cached before it (verdict_slots) is judged again. The lock orders
+ * a program's reads after it: one that sees a generation sees the map
+ * changes made before it.
+ */
+struct gen_value {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 gen;
+};
+
 /* event.arg bits of the packet programs above the IP protocol. */
 enum packet_flag {
 	PACKET_UNJUDGEABLE = 1 << 8,     /* source-routed or unparsable */

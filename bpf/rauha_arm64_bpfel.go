@@ -103,6 +103,16 @@ type rauhaFileNameKey struct {
 	Name [64]int8
 }
 
+type rauhaGenValue struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Pad uint32
+	Gen uint64
+}
+
 type rauhaHook uint32
 
 const (
@@ -235,6 +245,31 @@ const (
 	rauhaVerdictVERDICT_OBSERVED rauhaVerdict = 3
 )
 
+type rauhaVerdictSlot struct {
+	_    structs.HostLayout
+	Lock struct {
+		_   structs.HostLayout
+		Val uint32
+	}
+	Pad uint32
+	E   struct {
+		_         structs.HostLayout
+		Cgid      uint64
+		Gen       uint64
+		Member    uint64
+		Zone      uint32
+		Flags     uint32
+		Daddr     [4]uint32
+		Saddr     [4]uint32
+		Dport     uint16
+		Family    uint8
+		Proto     uint8
+		ZonesUsed uint8
+		Allowed   uint8
+		Pad       uint16
+	}
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -246,8 +281,10 @@ const (
 	rauhaMapFileDenyNames          = "file_deny_names"
 	rauhaMapMemberAddr             = "member_addr"
 	rauhaMapMemberNetns            = "member_netns"
+	rauhaMapNetGen                 = "net_gen"
 	rauhaMapSigioOwners            = "sigio_owners"
 	rauhaMapSkbEventLimit          = "skb_event_limit"
+	rauhaMapVerdictSlots           = "verdict_slots"
 	rauhaMapZoneAddr               = "zone_addr"
 	rauhaMapZoneByCgid             = "zone_by_cgid"
 	rauhaMapZoneCounters           = "zone_counters"
@@ -397,8 +434,10 @@ type rauhaMapSpecs struct {
 	FileDenyNames *ebpf.MapSpec `ebpf:"file_deny_names"`
 	MemberAddr    *ebpf.MapSpec `ebpf:"member_addr"`
 	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
+	NetGen        *ebpf.MapSpec `ebpf:"net_gen"`
 	SigioOwners   *ebpf.MapSpec `ebpf:"sigio_owners"`
 	SkbEventLimit *ebpf.MapSpec `ebpf:"skb_event_limit"`
+	VerdictSlots  *ebpf.MapSpec `ebpf:"verdict_slots"`
 	ZoneAddr      *ebpf.MapSpec `ebpf:"zone_addr"`
 	ZoneByCgid    *ebpf.MapSpec `ebpf:"zone_by_cgid"`
 	ZoneCounters  *ebpf.MapSpec `ebpf:"zone_counters"`
@@ -442,8 +481,10 @@ type rauhaMaps struct {
 	FileDenyNames *ebpf.Map `ebpf:"file_deny_names"`
 	MemberAddr    *ebpf.Map `ebpf:"member_addr"`
 	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
+	NetGen        *ebpf.Map `ebpf:"net_gen"`
 	SigioOwners   *ebpf.Map `ebpf:"sigio_owners"`
 	SkbEventLimit *ebpf.Map `ebpf:"skb_event_limit"`
+	VerdictSlots  *ebpf.Map `ebpf:"verdict_slots"`
 	ZoneAddr      *ebpf.Map `ebpf:"zone_addr"`
 	ZoneByCgid    *ebpf.Map `ebpf:"zone_by_cgid"`
 	ZoneCounters  *ebpf.Map `ebpf:"zone_counters"`
@@ -461,8 +502,10 @@ func (m *rauhaMaps) Close() error {
 		m.FileDenyNames,
 		m.MemberAddr,
 		m.MemberNetns,
+		m.NetGen,
 		m.SigioOwners,
 		m.SkbEventLimit,
+		m.VerdictSlots,
 		m.ZoneAddr,
 		m.ZoneByCgid,
 		m.ZoneCounters,

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "71dfb9d786f1fc98373fd912b700020c08b6a19e82f32534462266b4e85e0f5d"
+const rauhaObjectSHA256 = "aa4208acc186ab7522af5dfa2aad018087316b2c69fa54673779141b19c6361d"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "95c963e49e70e48713177b03dcc09c37292f0c1878d74cedf9c24736900d8cdb"
+const rauhaObjectSHA256 = "873d51f3e4b30b47b81d474d727a30b3f59e84aa320b3a153cb6f8f59dd15a08"

@@ -31,8 +31,10 @@ type netProgRow struct {
 }
 
 // netProgAttach are the attach points whose programs judge the client's
-// traffic: every packet it sends, and its connects.
-var netProgAttach = []ebpf.AttachType{ebpf.AttachCGroupInetEgress, ebpf.AttachCGroupInet4Connect}
+// traffic: every packet it sends, its connects, and every packet delivered
+// to it (the receive path runs in a softirq, charged to whichever task
+// runs on that CPU, usually the listener that sent the packet).
+var netProgAttach = []ebpf.AttachType{ebpf.AttachCGroupInetEgress, ebpf.AttachCGroupInet4Connect, ebpf.AttachCGroupInetIngress}
 
 // unifiedRoot is the mount point of the cgroup v2 hierarchy: /sys/fs/cgroup,
 // or /sys/fs/cgroup/unified on a hybrid host.
