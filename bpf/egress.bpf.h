@@ -402,8 +402,9 @@ static __always_inline void skb_event(__u32 zone, const struct policy *pol, stru
  * "ping"), after routing, with the destination it really has. Other
  * families (packet sockets) never reach cgroup_skb programs: they need
  * CAP_NET_RAW, which libzone takes from egress-restricted zones.
- * An address of another zone's member is judged by allowed_zones, when
- * the policy has it, every other by allowed_egress. While any zone uses
+ * A destination denied_egress covers is denied first. An address of
+ * another zone's member is judged by allowed_zones, when the policy has
+ * it, every other by allowed_egress. While any zone uses
  * allowed_zones, a packet to another zone's member must come from an
  * address registered to the sender's zone, whatever the sender's policy:
  * the receiver's ingress program judges the sender by that address, so an
@@ -420,7 +421,8 @@ int egress_skb(struct __sk_buff *skb)
 
 	load_policy(zone, &pol);
 	bool restricted = pol.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
-	if (!restricted && !zones_used())
+	bool denies = pol.flags & POLICY_EGRESS_DENIES;
+	if (!restricted && !denies && !zones_used())
 		return 1;
 
 	struct packet p = {};
@@ -436,10 +438,16 @@ int egress_skb(struct __sk_buff *skb)
 	__u32 peer = 0;
 	__u64 flags = 0;
 	if (p.unjudgeable) {
-		/* Where it ends is unknown: it may be another zone's member. */
-		if (!restricted && (!zones_used() || addr_zone(p.family, p.saddr) == zone))
+		/* Where it ends is unknown: it may be another zone's member, or
+		 * a denied address. */
+		if (!restricted && !denies && (!zones_used() || addr_zone(p.family, p.saddr) == zone))
 			return 1;
 		flags = PACKET_UNJUDGEABLE;
+	} else if (denies && egress_denied(zone, p.family, p.daddr, p.dport)) {
+		/* denied_egress wins over every allow; only inbound TCP and the
+		 * netns's own signalling pass. */
+		if (inbound_tcp(skb, &p) || kernel_signalling(skb_sock(skb), &p))
+			return 1;
 	} else {
 		peer = addr_zone(p.family, p.daddr);
 		if (peer == zone) {

@@ -191,6 +191,7 @@ const (
 	rauhaPolicyFlagPOLICY_ZONES_RESTRICTED  rauhaPolicyFlag = 16
 	rauhaPolicyFlagPOLICY_FILE_TREES        rauhaPolicyFlag = 32
 	rauhaPolicyFlagPOLICY_FILE_NAMES        rauhaPolicyFlag = 64
+	rauhaPolicyFlagPOLICY_EGRESS_DENIES     rauhaPolicyFlag = 128
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
@@ -231,6 +232,8 @@ const (
 const (
 	rauhaMapEgress4                = "egress4"
 	rauhaMapEgress6                = "egress6"
+	rauhaMapEgressDeny4            = "egress_deny4"
+	rauhaMapEgressDeny6            = "egress_deny6"
 	rauhaMapEvents                 = "events"
 	rauhaMapFileDeny               = "file_deny"
 	rauhaMapFileDenyNames          = "file_deny_names"
@@ -362,6 +365,8 @@ type rauhaProgramSpecs struct {
 type rauhaMapSpecs struct {
 	Egress4       *ebpf.MapSpec `ebpf:"egress4"`
 	Egress6       *ebpf.MapSpec `ebpf:"egress6"`
+	EgressDeny4   *ebpf.MapSpec `ebpf:"egress_deny4"`
+	EgressDeny6   *ebpf.MapSpec `ebpf:"egress_deny6"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
 	FileDenyNames *ebpf.MapSpec `ebpf:"file_deny_names"`
@@ -407,6 +412,8 @@ func (o *rauhaObjects) Close() error {
 type rauhaMaps struct {
 	Egress4       *ebpf.Map `ebpf:"egress4"`
 	Egress6       *ebpf.Map `ebpf:"egress6"`
+	EgressDeny4   *ebpf.Map `ebpf:"egress_deny4"`
+	EgressDeny6   *ebpf.Map `ebpf:"egress_deny6"`
 	Events        *ebpf.Map `ebpf:"events"`
 	FileDeny      *ebpf.Map `ebpf:"file_deny"`
 	FileDenyNames *ebpf.Map `ebpf:"file_deny_names"`
@@ -426,6 +433,8 @@ func (m *rauhaMaps) Close() error {
 	return _RauhaClose(
 		m.Egress4,
 		m.Egress6,
+		m.EgressDeny4,
+		m.EgressDeny6,
 		m.Events,
 		m.FileDeny,
 		m.FileDenyNames,

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "7b8eedeeffc72eabc82ea4ef6341949f2211ab446254a7e2369642015a74aa88"
+const rauhaObjectSHA256 = "7cf1132634ad81f76ed89f93fd79eeccc38a2f923ddfe3c05b964aed4d2f0a60"
