@@ -150,3 +150,106 @@ fetch_metadata() {
 	assert_success
 	jq -e '.checks[] | select(.name == "kernel policy") | .passed' <<<"$stdout" >/dev/null || fail "verify: $stdout"
 }
+
+# debian_bundle NAME: bundle NAME with a private Debian rootfs
+# (debian_rootfs.sh: debootstrap minbase plus busybox, tcc and libc6-dev,
+# built once and cached) and the capabilities docker and podman give a
+# container by default: what an ordinary image runs with (apt drops to its
+# _apt user with them). Skips, saying why, when the rootfs cannot be built.
+debian_bundle() {
+	local tar err=$BATS_TEST_TMPDIR/debian_rootfs.err
+	if ! tar=$("$BATS_TEST_DIRNAME/debian_rootfs.sh" 2>"$err"); then
+		skip "no Debian rootfs: $(tail -n 3 "$err" | tr '\n' ' ')"
+	fi
+	make_bundle "$1"
+	local r
+	r=$(bundle_dir "$1")/rootfs
+	rm -rf "$r"
+	mkdir "$r"
+	tar -C "$r" -xf "$tar" || fail "extract $tar"
+	cfg "$1" '.process.capabilities |= with_entries(.value = $caps)' --argjson caps '["CAP_CHOWN", "CAP_DAC_OVERRIDE",
+		"CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+		"CAP_NET_RAW", "CAP_SYS_CHROOT", "CAP_MKNOD", "CAP_AUDIT_WRITE", "CAP_SETFCAP"]'
+}
+
+# The ordinary work of a Debian image: a bash script, a package built and
+# installed with dpkg and apt-get, a web server answering on the loopback
+# of the container's network namespace, a C program compiled and run under
+# /tmp. Each runs as under runc, and the zone records no event at all.
+@test "standard: a Debian image runs a script, installs packages, serves HTTP and compiles C with 0 events" {
+	debian_bundle deb
+	run_ct deb deb
+	rrun rt zone inspect deb
+	jq -e '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
+
+	# A shell script: bash arrays, a pipeline through coreutils, sed and awk,
+	# files written under /tmp and /var.
+	cat >"$(bundle_dir deb)/rootfs/tmp/work.sh" <<-'EOF'
+		#!/bin/bash
+		set -euo pipefail
+		words=(zone rauha debian zone)
+		printf '%s\n' "${words[@]}" | sort | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' '
+		mkdir -p /var/lib/work && seq 1 5 | sed 's/^/n/' >/var/lib/work/list
+		echo "$(wc -l </var/lib/work/list) $(id -un)"
+	EOF
+	rexec deb bash /tmp/work.sh
+	assert_success
+	assert_eq "$stdout" 'debian=1 rauha=1 zone=2 5 root'
+
+	# Package work: build a .deb, install it with dpkg; then serve it from
+	# a local file repository (the only source apt is given: no network),
+	# apt-get update and apt-get install it, run what it installed, and
+	# remove it. apt drops to its _apt user to fetch, as it does everywhere.
+	rexec deb sh -c '
+		set -e
+		d=/tmp/pkg/hello-rauha deb=/tmp/repo/hello-rauha_1.0_all.deb
+		mkdir -p $d/DEBIAN $d/usr/bin /tmp/repo
+		printf "Package: hello-rauha\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.org>\nDescription: test\n" >$d/DEBIAN/control
+		printf "#!/bin/sh\necho hello from a package\n" >$d/usr/bin/hello-rauha
+		chmod 0755 $d/usr/bin/hello-rauha
+		dpkg-deb --build --root-owner-group $d $deb >/dev/null
+		dpkg -i $deb >/dev/null
+		hello-rauha
+		dpkg -r hello-rauha >/dev/null
+		{ dpkg-deb -f $deb; echo "Filename: ./${deb##*/}"; echo "Size: $(stat -c %s $deb)"
+		  echo "SHA256: $(sha256sum $deb | cut -d" " -f1)"; echo; } >/tmp/repo/Packages
+		echo "deb [trusted=yes] file:/tmp/repo ./" >/tmp/repo.list
+		apt="-q -o Dir::Etc::SourceList=/tmp/repo.list -o Dir::Etc::SourceParts=-"
+		apt-get $apt update >/dev/null 2>&1
+		apt-get $apt install -y hello-rauha >/dev/null 2>&1
+		hello-rauha
+		dpkg-query -W -f "\${Status}\n" hello-rauha
+		apt-get $apt remove -y hello-rauha >/dev/null 2>&1
+		test ! -e /usr/bin/hello-rauha'
+	assert_success
+	assert_eq "$stdout" $'hello from a package\nhello from a package\ninstall ok installed'
+
+	# A web server on the loopback of the container's network namespace.
+	mkdir -p "$(bundle_dir deb)/rootfs/var/www"
+	echo served-by-debian >"$(bundle_dir deb)/rootfs/var/www/index.html"
+	rrun rt exec -d deb busybox httpd -f -p 127.0.0.1:8080 -h /var/www
+	assert_success
+	retry 50 0.1 eval 'rexec deb busybox wget -q -O - http://127.0.0.1:8080/index.html; [[ $status -eq 0 ]]' ||
+		fail "httpd did not answer: $stdout $stderr"
+	assert_eq "$stdout" served-by-debian
+
+	# A compiler: compile and link a program under /tmp and run it, and
+	# compile-and-run in memory.
+	cat >"$(bundle_dir deb)/rootfs/tmp/prog.c" <<-'EOF'
+		#include <stdio.h>
+		#include <stdlib.h>
+		int main(int argc, char **argv) {
+			long s = 0;
+			for (int i = 1; i <= 100; i++) s += i;
+			printf("sum %ld from %s\n", s, argc > 1 ? argv[1] : "?");
+			return 0;
+		}
+	EOF
+	rexec deb sh -c 'cd /tmp && tcc -o prog prog.c && ./prog binary && tcc -run prog.c memory'
+	assert_success
+	assert_eq "$stdout" $'sum 5050 from binary\nsum 5050 from memory'
+
+	no_event deb 'true'
+	rrun rt zone verify deb --format json
+	assert_success
+}
