@@ -1,7 +1,10 @@
 #!/usr/bin/env bats
 # The standard preset is what every container without annotations gets: it
-# must run ordinary work unchanged, and deny the kernel calls no ordinary
-# image needs (zone/presets.go, docs/policy.md "Presets").
+# must run ordinary work unchanged (busybox, and a Debian image built by
+# debian_rootfs.sh), and deny what no ordinary image needs: the kernel calls
+# of standardDeniedSyscalls and the cloud metadata addresses. privileged
+# keeps only the cross-zone rules (zone/presets.go, docs/policy.md
+# "Presets").
 
 load helpers
 load zone_helpers
