@@ -73,6 +73,27 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } egress_deny6 SEC(".maps");
 
+/*
+ * The keys of egress_deny{4,6}, for the loader only: an LPM trie can only be
+ * read whole, one key per call, and every zone of the standard preset has
+ * entries there; these hashes are read in batches.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct egress4_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} egress_deny4_keys SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct egress6_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} egress_deny6_keys SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);

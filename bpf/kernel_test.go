@@ -21,7 +21,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	requireRoot(t)
 	k, pinDir := testKernel(t, false)
 
-	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "egress_deny4", "egress_deny6", "zone_peers",
+	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "egress_deny4", "egress_deny6", "egress_deny4_keys", "egress_deny6_keys", "zone_peers",
 		"file_deny", "file_deny_names", "zone_counters", "member_netns", "skb_event_limit", "events", "link_observe_sys_exit",
 		"prog_egress_connect4", "prog_egress_connect6", "prog_egress_sendmsg4", "prog_egress_sendmsg6",
 		"prog_egress_skb"} {

@@ -397,9 +397,21 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 		return s, fmt.Errorf("read policy of zone %d: %w", zone, err)
 	}
 
+	// The deny tries through their key hashes (putDenies): every standard
+	// zone has entries there, and reading a trie costs a call per entry of
+	// every zone.
 	errs := []error{
 		readTrie(k.maps.Egress4, zone, s.egress4), readTrie(k.maps.Egress6, zone, s.egress6),
-		readTrie(k.maps.EgressDeny4, zone, s.deny4), readTrie(k.maps.EgressDeny6, zone, s.deny6),
+		eachHashEntry(k.maps.EgressDeny4Keys, func(key *rauhaEgress4Key, _ *uint32) {
+			if key.Zone == zone {
+				s.deny4[*key] = true
+			}
+		}),
+		eachHashEntry(k.maps.EgressDeny6Keys, func(key *rauhaEgress6Key, _ *uint32) {
+			if key.Zone == zone {
+				s.deny6[*key] = true
+			}
+		}),
 	}
 	errs = append(errs, eachHashEntry(k.maps.ZonePeers, func(kp *rauhaPeerKey, bits *uint32) {
 		if kp.Target == zone || (actorToo && kp.Actor == zone) {
@@ -560,10 +572,10 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 			return err
 		}
 	}
-	if err := step("add egress denies", putKeys(m.EgressDeny4, want.deny4)); err != nil {
+	if err := step("add egress denies", putDenies(m.EgressDeny4Keys, m.EgressDeny4, want.deny4)); err != nil {
 		return err
 	}
-	if err := step("add egress denies", putKeys(m.EgressDeny6, want.deny6)); err != nil {
+	if err := step("add egress denies", putDenies(m.EgressDeny6Keys, m.EgressDeny6, want.deny6)); err != nil {
 		return err
 	}
 	for key, bits := range old.peers {
@@ -611,10 +623,10 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 			return err
 		}
 	}
-	if err := step("drop egress denies", dropKeys(m.EgressDeny4, old.deny4, want.deny4)); err != nil {
+	if err := step("drop egress denies", dropDenies(m.EgressDeny4, m.EgressDeny4Keys, old.deny4, want.deny4)); err != nil {
 		return err
 	}
-	if err := step("drop egress denies", dropKeys(m.EgressDeny6, old.deny6, want.deny6)); err != nil {
+	if err := step("drop egress denies", dropDenies(m.EgressDeny6, m.EgressDeny6Keys, old.deny6, want.deny6)); err != nil {
 		return err
 	}
 	for key := range old.names {
@@ -633,23 +645,33 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 	return step("update allowed_zones in use", k.refreshZonesInUse())
 }
 
-// putKeys inserts every key of keys into one of the egress tries.
-func putKeys[K comparable](m *ebpf.Map, keys map[K]bool) error {
+// putDenies inserts keys into a deny trie, each into its key hash first:
+// the hash holds every key the trie holds, so that an entry a crash leaves
+// is found (readState) and dropped by the next SetPolicy.
+func putDenies[K comparable](keyHash, trie *ebpf.Map, keys map[K]bool) error {
 	for key := range keys {
-		if err := m.Update(key, uint32(1), ebpf.UpdateAny); err != nil {
+		if err := keyHash.Update(key, uint32(1), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("egress_deny keys full? %w", err)
+		}
+		if err := trie.Update(key, uint32(1), ebpf.UpdateAny); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// dropKeys deletes the keys of old that keep does not hold.
-func dropKeys[K comparable](m *ebpf.Map, old, keep map[K]bool) error {
+// dropDenies deletes the keys of old that keep does not hold from a deny
+// trie, then from its key hash.
+func dropDenies[K comparable](trie, keyHash *ebpf.Map, old, keep map[K]bool) error {
 	for key := range old {
-		if !keep[key] {
-			if err := deleteIfPresent(m, key); err != nil {
-				return err
-			}
+		if keep[key] {
+			continue
+		}
+		if err := deleteIfPresent(trie, key); err != nil {
+			return err
+		}
+		if err := deleteIfPresent(keyHash, key); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -714,7 +736,8 @@ func (k *Kernel) DeletePolicy(zone uint32) error {
 	for key := range old.peers {
 		errs = append(errs, deleteIfPresent(m.ZonePeers, key))
 	}
-	errs = append(errs, dropKeys(m.EgressDeny4, old.deny4, nil), dropKeys(m.EgressDeny6, old.deny6, nil))
+	errs = append(errs, dropDenies(m.EgressDeny4, m.EgressDeny4Keys, old.deny4, nil),
+		dropDenies(m.EgressDeny6, m.EgressDeny6Keys, old.deny6, nil))
 	for key := range old.files {
 		errs = append(errs, deleteIfPresent(m.FileDeny, key))
 	}

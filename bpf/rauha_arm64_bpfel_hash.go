@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "086b7ff872957c69f25d97a78f45810a96e69384dec667915d962d3c82ff0eff"
+const rauhaObjectSHA256 = "83fa4d3543da634c817f8099cde1b8b06d405cc3b9c96f07f597fe99b54e79ca"

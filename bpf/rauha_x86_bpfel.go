@@ -233,7 +233,9 @@ const (
 	rauhaMapEgress4                = "egress4"
 	rauhaMapEgress6                = "egress6"
 	rauhaMapEgressDeny4            = "egress_deny4"
+	rauhaMapEgressDeny4Keys        = "egress_deny4_keys"
 	rauhaMapEgressDeny6            = "egress_deny6"
+	rauhaMapEgressDeny6Keys        = "egress_deny6_keys"
 	rauhaMapEvents                 = "events"
 	rauhaMapFileDeny               = "file_deny"
 	rauhaMapFileDenyNames          = "file_deny_names"
@@ -363,23 +365,25 @@ type rauhaProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type rauhaMapSpecs struct {
-	Egress4       *ebpf.MapSpec `ebpf:"egress4"`
-	Egress6       *ebpf.MapSpec `ebpf:"egress6"`
-	EgressDeny4   *ebpf.MapSpec `ebpf:"egress_deny4"`
-	EgressDeny6   *ebpf.MapSpec `ebpf:"egress_deny6"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
-	FileDenyNames *ebpf.MapSpec `ebpf:"file_deny_names"`
-	MemberAddr    *ebpf.MapSpec `ebpf:"member_addr"`
-	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
-	SigioOwners   *ebpf.MapSpec `ebpf:"sigio_owners"`
-	SkbEventLimit *ebpf.MapSpec `ebpf:"skb_event_limit"`
-	ZoneAddr      *ebpf.MapSpec `ebpf:"zone_addr"`
-	ZoneByCgid    *ebpf.MapSpec `ebpf:"zone_by_cgid"`
-	ZoneCounters  *ebpf.MapSpec `ebpf:"zone_counters"`
-	ZonePeers     *ebpf.MapSpec `ebpf:"zone_peers"`
-	ZonePolicy    *ebpf.MapSpec `ebpf:"zone_policy"`
-	ZonesInUse    *ebpf.MapSpec `ebpf:"zones_in_use"`
+	Egress4         *ebpf.MapSpec `ebpf:"egress4"`
+	Egress6         *ebpf.MapSpec `ebpf:"egress6"`
+	EgressDeny4     *ebpf.MapSpec `ebpf:"egress_deny4"`
+	EgressDeny4Keys *ebpf.MapSpec `ebpf:"egress_deny4_keys"`
+	EgressDeny6     *ebpf.MapSpec `ebpf:"egress_deny6"`
+	EgressDeny6Keys *ebpf.MapSpec `ebpf:"egress_deny6_keys"`
+	Events          *ebpf.MapSpec `ebpf:"events"`
+	FileDeny        *ebpf.MapSpec `ebpf:"file_deny"`
+	FileDenyNames   *ebpf.MapSpec `ebpf:"file_deny_names"`
+	MemberAddr      *ebpf.MapSpec `ebpf:"member_addr"`
+	MemberNetns     *ebpf.MapSpec `ebpf:"member_netns"`
+	SigioOwners     *ebpf.MapSpec `ebpf:"sigio_owners"`
+	SkbEventLimit   *ebpf.MapSpec `ebpf:"skb_event_limit"`
+	ZoneAddr        *ebpf.MapSpec `ebpf:"zone_addr"`
+	ZoneByCgid      *ebpf.MapSpec `ebpf:"zone_by_cgid"`
+	ZoneCounters    *ebpf.MapSpec `ebpf:"zone_counters"`
+	ZonePeers       *ebpf.MapSpec `ebpf:"zone_peers"`
+	ZonePolicy      *ebpf.MapSpec `ebpf:"zone_policy"`
+	ZonesInUse      *ebpf.MapSpec `ebpf:"zones_in_use"`
 }
 
 // rauhaVariableSpecs contains global variables before they are loaded into the kernel.
@@ -410,23 +414,25 @@ func (o *rauhaObjects) Close() error {
 //
 // It can be passed to loadRauhaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type rauhaMaps struct {
-	Egress4       *ebpf.Map `ebpf:"egress4"`
-	Egress6       *ebpf.Map `ebpf:"egress6"`
-	EgressDeny4   *ebpf.Map `ebpf:"egress_deny4"`
-	EgressDeny6   *ebpf.Map `ebpf:"egress_deny6"`
-	Events        *ebpf.Map `ebpf:"events"`
-	FileDeny      *ebpf.Map `ebpf:"file_deny"`
-	FileDenyNames *ebpf.Map `ebpf:"file_deny_names"`
-	MemberAddr    *ebpf.Map `ebpf:"member_addr"`
-	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
-	SigioOwners   *ebpf.Map `ebpf:"sigio_owners"`
-	SkbEventLimit *ebpf.Map `ebpf:"skb_event_limit"`
-	ZoneAddr      *ebpf.Map `ebpf:"zone_addr"`
-	ZoneByCgid    *ebpf.Map `ebpf:"zone_by_cgid"`
-	ZoneCounters  *ebpf.Map `ebpf:"zone_counters"`
-	ZonePeers     *ebpf.Map `ebpf:"zone_peers"`
-	ZonePolicy    *ebpf.Map `ebpf:"zone_policy"`
-	ZonesInUse    *ebpf.Map `ebpf:"zones_in_use"`
+	Egress4         *ebpf.Map `ebpf:"egress4"`
+	Egress6         *ebpf.Map `ebpf:"egress6"`
+	EgressDeny4     *ebpf.Map `ebpf:"egress_deny4"`
+	EgressDeny4Keys *ebpf.Map `ebpf:"egress_deny4_keys"`
+	EgressDeny6     *ebpf.Map `ebpf:"egress_deny6"`
+	EgressDeny6Keys *ebpf.Map `ebpf:"egress_deny6_keys"`
+	Events          *ebpf.Map `ebpf:"events"`
+	FileDeny        *ebpf.Map `ebpf:"file_deny"`
+	FileDenyNames   *ebpf.Map `ebpf:"file_deny_names"`
+	MemberAddr      *ebpf.Map `ebpf:"member_addr"`
+	MemberNetns     *ebpf.Map `ebpf:"member_netns"`
+	SigioOwners     *ebpf.Map `ebpf:"sigio_owners"`
+	SkbEventLimit   *ebpf.Map `ebpf:"skb_event_limit"`
+	ZoneAddr        *ebpf.Map `ebpf:"zone_addr"`
+	ZoneByCgid      *ebpf.Map `ebpf:"zone_by_cgid"`
+	ZoneCounters    *ebpf.Map `ebpf:"zone_counters"`
+	ZonePeers       *ebpf.Map `ebpf:"zone_peers"`
+	ZonePolicy      *ebpf.Map `ebpf:"zone_policy"`
+	ZonesInUse      *ebpf.Map `ebpf:"zones_in_use"`
 }
 
 func (m *rauhaMaps) Close() error {
@@ -434,7 +440,9 @@ func (m *rauhaMaps) Close() error {
 		m.Egress4,
 		m.Egress6,
 		m.EgressDeny4,
+		m.EgressDeny4Keys,
 		m.EgressDeny6,
+		m.EgressDeny6Keys,
 		m.Events,
 		m.FileDeny,
 		m.FileDenyNames,

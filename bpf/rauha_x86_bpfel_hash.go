@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "7cf1132634ad81f76ed89f93fd79eeccc38a2f923ddfe3c05b964aed4d2f0a60"
+const rauhaObjectSHA256 = "362908e20f876965648dcf9c708acadf058c339c6e8c7607eed410a487b3fa42"
