@@ -57,7 +57,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 16384);
 	__type(key, struct egress4_key);
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -66,7 +66,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 16384);
 	__type(key, struct egress6_key);
 	__type(value, __u32);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -76,21 +76,24 @@ struct {
 /*
  * The keys of egress_deny{4,6}, for the loader only: an LPM trie can only be
  * read whole, one key per call, and every zone of the standard preset has
- * entries there; these hashes are read in batches.
+ * entries there; these hashes are read in batches. The deny maps hold 16
+ * entries for each of MAX_ZONES zones (standard has 3).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 16384);
 	__type(key, struct egress4_key);
 	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } egress_deny4_keys SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 16384);
 	__type(key, struct egress6_key);
 	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } egress_deny6_keys SEC(".maps");
 

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "83fa4d3543da634c817f8099cde1b8b06d405cc3b9c96f07f597fe99b54e79ca"
+const rauhaObjectSHA256 = "21274e200826305318ee8107093bf0611b8f578121ac18a9422d90999ce37040"

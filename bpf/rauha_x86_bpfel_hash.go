@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "362908e20f876965648dcf9c708acadf058c339c6e8c7607eed410a487b3fa42"
+const rauhaObjectSHA256 = "0cf48679f55d3c12b737d26df0c4be9c7e2265ccc4e267826460340a31a2669a"
