@@ -2,7 +2,7 @@
 /*
  * Maps and helpers shared by every Rauha program: zone lookup for the
  * current task and for another task, policy, counters, events, and the
- * egress allow-list check.
+ * egress allow- and deny-list checks.
  */
 #ifndef RAUHA_COMMON_BPF_H
 #define RAUHA_COMMON_BPF_H
@@ -54,6 +54,48 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } egress6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 16384);
+	__type(key, struct egress4_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} egress_deny4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 16384);
+	__type(key, struct egress6_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} egress_deny6 SEC(".maps");
+
+/*
+ * The keys of egress_deny{4,6}, for the loader only: an LPM trie can only be
+ * read whole, one key per call, and every zone of the standard preset has
+ * entries there; these hashes are read in batches. The deny maps hold 16
+ * entries for each of MAX_ZONES zones (standard has 3).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct egress4_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} egress_deny4_keys SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct egress6_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} egress_deny6_keys SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -370,6 +412,30 @@ static __always_inline bool egress6_allowed(__u32 zone, const __u32 addr_be[4], 
 	return bpf_map_lookup_elem(&egress6, &k) != NULL;
 }
 
+/* Whether zone's denied_egress covers the destination (family AF_INET:
+ * addr[0]; an IPv4-mapped IPv6 address is judged as the IPv4 one). Any
+ * covering entry denies: the exact port's, then any port's. */
+static __always_inline bool egress_denied(__u32 zone, __u8 family, const __u32 addr[4], __u16 port)
+{
+	if (family == AF_INET || (addr[0] == 0 && addr[1] == 0 && addr[2] == bpf_htonl(0xffff))) {
+		struct egress4_key k = { .prefixlen = 64 + 32, .zone = zone, .port = port };
+		__u32 a4 = family == AF_INET ? addr[0] : addr[3];
+
+		__builtin_memcpy(k.addr, &a4, sizeof(k.addr));
+		if (port && bpf_map_lookup_elem(&egress_deny4, &k))
+			return true;
+		k.port = 0;
+		return bpf_map_lookup_elem(&egress_deny4, &k) != NULL;
+	}
+	struct egress6_key k = { .prefixlen = 64 + 128, .zone = zone, .port = port };
+
+	__builtin_memcpy(k.addr, addr, sizeof(k.addr));
+	if (port && bpf_map_lookup_elem(&egress_deny6, &k))
+		return true;
+	k.port = 0;
+	return bpf_map_lookup_elem(&egress_deny6, &k) != NULL;
+}
+
 static __always_inline bool is_loopback4(__u32 addr_be)
 {
 	return (bpf_ntohl(addr_be) >> 24) == 127;
@@ -436,19 +502,21 @@ static __always_inline int egress_check(__u32 zone, __u64 member, __u8 family, c
 	*ep = NULL;
 	count_check(c, CONTROL_EGRESS);
 	load_policy(zone, &p);
-	if (!(p.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED)))
+	if (!(p.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED | POLICY_EGRESS_DENIES)))
 		return 0;
 
-	/* An address of another zone's member is judged by allowed_zones,
-	 * every other by allowed_egress. (An IPv4-mapped IPv6 destination is
-	 * its IPv4 address's key as it stands.) */
+	/* denied_egress first: it wins over every allow. Then an address of
+	 * another zone's member is judged by allowed_zones, every other by
+	 * allowed_egress. (An IPv4-mapped IPv6 destination is its IPv4
+	 * address's key as it stands.) */
+	bool denied = (p.flags & POLICY_EGRESS_DENIES) && egress_denied(zone, family, addr, port);
 	__u32 peer = 0;
-	if (p.flags & POLICY_ZONES_RESTRICTED) {
+	if (!denied && (p.flags & POLICY_ZONES_RESTRICTED)) {
 		peer = addr_zone(family, addr);
 		if (peer && net_peer_allowed(zone, peer))
 			return 0;
 	}
-	if (peer) {
+	if (denied || peer) {
 		/* denied below */
 	} else if (!(p.flags & POLICY_EGRESS_RESTRICTED)) {
 		return 0;

@@ -554,12 +554,22 @@ static __always_inline int egress_judge(struct __sk_buff *skb, const struct cg_e
 {
 	__u32 zone = e->zone;
 	bool restricted = e->flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
+	bool denies = e->flags & POLICY_EGRESS_DENIES;
 
 	if (p->unjudgeable) {
-		/* Where it ends is unknown: it may be another zone's member. */
-		if (!restricted && (!e->zones_used || addr_zone(p->family, p->saddr) == zone))
+		/* Where it ends is unknown: it may be another zone's member, or
+		 * a denied address. */
+		if (!restricted && !denies && (!e->zones_used || addr_zone(p->family, p->saddr) == zone))
 			return SKB_ALLOW;
 		*flags = PACKET_UNJUDGEABLE;
+		return SKB_DENY;
+	}
+	if (denies && egress_denied(zone, p->family, p->daddr, p->dport)) {
+		/* denied_egress wins over every allow; only inbound TCP and the
+		 * netns's own signalling pass. Never kept: a cached destination
+		 * is one no deny covered. */
+		if (inbound_tcp(skb, p) || kernel_signalling(skb_sock(skb), p))
+			return SKB_ALLOW;
 		return SKB_DENY;
 	}
 	*peer = addr_zone(p->family, p->daddr);
@@ -604,8 +614,9 @@ static __always_inline int egress_judge(struct __sk_buff *skb, const struct cg_e
  * "ping"), after routing, with the destination it really has. Other
  * families (packet sockets) never reach cgroup_skb programs: they need
  * CAP_NET_RAW, which libzone takes from egress-restricted zones.
- * An address of another zone's member is judged by allowed_zones, when
- * the policy has it, every other by allowed_egress. While any zone uses
+ * A destination denied_egress covers is denied first. An address of
+ * another zone's member is judged by allowed_zones, when the policy has
+ * it, every other by allowed_egress. While any zone uses
  * allowed_zones, a packet to another zone's member must come from an
  * address registered to the sender's zone, whatever the sender's policy:
  * the receiver's ingress program judges the sender by that address, so an
@@ -627,7 +638,7 @@ int egress_skb(struct __sk_buff *skb)
 	if (!cached)
 		slot_resolve(skb, vs, g, cgid, &e);
 	bool restricted = e.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
-	if (!restricted && !e.zones_used)
+	if (!restricted && !(e.flags & POLICY_EGRESS_DENIES) && !e.zones_used)
 		return 1;
 
 	struct packet p = {};

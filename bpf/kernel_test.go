@@ -21,7 +21,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	requireRoot(t)
 	k, pinDir := testKernel(t, false)
 
-	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "zone_peers",
+	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "egress_deny4", "egress_deny6", "egress_deny4_keys", "egress_deny6_keys", "zone_peers",
 		"file_deny", "file_deny_names", "zone_counters", "member_netns", "skb_event_limit", "events", "link_observe_sys_exit",
 		"prog_egress_connect4", "prog_egress_connect6", "prog_egress_sendmsg4", "prog_egress_sendmsg6",
 		"prog_egress_skb"} {
@@ -692,5 +692,79 @@ func TestFileNamesPolicy(t *testing.T) {
 	}
 	if got := s.zonePolicy(); !got.Equal(b) {
 		t.Errorf("round trip: %+v, want %+v", got, b)
+	}
+}
+
+// denied_egress: destinations denied whatever the allow-list says, in a
+// zone that restricts nothing else too, for connect, mapped addresses,
+// datagrams and raw packets; one that is not listed stays reachable.
+func TestFallbackEgressDenies(t *testing.T) {
+	requireRoot(t)
+	k, _ := testKernel(t, false)
+	const zone = 8
+	open := listen(t, "tcp4", "127.0.0.1:0")
+	closed := freePort(t)
+	ap := func(addr string, port uint16) string {
+		return netip.AddrPortFrom(netip.MustParseAddr(addr), port).String()
+	}
+	policy := ZonePolicy{EgressDeny: []EgressRule{
+		{Prefix: netip.MustParsePrefix("127.0.0.3/32")},             // any port
+		{Prefix: netip.MustParsePrefix("127.0.0.1/32"), Port: open}, // one port
+		{Prefix: netip.MustParsePrefix("::1/128"), Port: closed},
+	}}
+	if err := k.SetPolicy(zone, policy); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.PolicyOf(zone); err != nil || !got.Equal(policy) {
+		t.Fatalf("PolicyOf = %+v, %v; want %+v", got, err, policy.Normalize())
+	}
+	cg := testCgroup(t, "egressdeny")
+	cgid, err := k.AddMember(zone, cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, host := workload{cgroup: cg}, workload{}
+	host.expect(t, "ok", "connect", ap("127.0.0.1", open))
+	in.expect(t, "EPERM", "connect", ap("127.0.0.1", open))
+	in.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
+	in.expect(t, "EPERM", "connect", ap("127.0.0.3", closed))
+	in.expect(t, "EPERM", "connect6", ap("::ffff:127.0.0.3", closed)) // mapped: the IPv4 list decides
+	in.expect(t, "EPERM", "sendto", ap("127.0.0.3", closed))
+	in.expect(t, "EPERM", "connect", ap("::1", closed))
+	in.expect(t, "ok", "sendto6", ap("::1", open))
+
+	ev := drainUntil(t, k, func(e Event) bool {
+		return e.Hook == HookConnect4 && e.Addr.Addr() == netip.MustParseAddr("127.0.0.3")
+	})
+	if ev.Zone != zone || ev.Control != ControlEgress || ev.Verdict != VerdictDenied || ev.Errno != unix.EPERM || ev.CgroupID != cgid {
+		t.Errorf("connect4 deny event: %+v", ev)
+	}
+	host.expect(t, "ok", "raw", "127.0.0.3")
+	in.expect(t, "EPERM", "raw", "127.0.0.3")
+	in.expect(t, "ok", "raw", "127.0.0.2")
+	ev = drainUntil(t, k, func(e Event) bool { return e.Hook == HookSkbEgress })
+	if ev.Zone != zone || ev.Addr.Addr() != netip.MustParseAddr("127.0.0.3") || ev.Proto != unix.IPPROTO_ICMP {
+		t.Errorf("raw packet deny event: %+v", ev)
+	}
+
+	// The deny-list wins over an allow-list that covers the address.
+	policy.EgressRestricted = true
+	policy.Egress = []EgressRule{{Prefix: netip.MustParsePrefix("127.0.0.0/8")}}
+	if err := k.SetPolicy(zone, policy); err != nil {
+		t.Fatal(err)
+	}
+	in.expect(t, "EPERM", "connect", ap("127.0.0.3", closed))
+	in.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.2", closed))
+
+	// Dropped from the policy, the address is reachable again.
+	if err := k.SetPolicy(zone, ZonePolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := k.PolicyOf(zone); len(got.EgressDeny) != 0 {
+		t.Errorf("deny entries left after the update: %+v", got.EgressDeny)
+	}
+	in.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.3", closed))
+	if err := k.RemoveMember(cg, 0); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -345,6 +345,28 @@ func TestLSM(t *testing.T) {
 			host.expect(t, "ok", "sendto", ap("127.0.0.1", closed))
 			denied(ControlEgress, HookLSMSocketSendmsg)
 		})
+		t.Run("denied_egress", func(t *testing.T) {
+			// Egress unrestricted but for the deny-list, which wins over
+			// an allow-list covering the address too.
+			d := isolated
+			d.EgressDeny = []EgressRule{{Prefix: netip.MustParsePrefix("127.0.0.3/32")}, {Prefix: netip.MustParsePrefix("::1/128"), Port: closed}}
+			setA(d)
+			inA.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
+			inA.expect(t, "EPERM", "connect", ap("127.0.0.3", closed))
+			if ev := denied(ControlEgress, HookLSMSocketConnect); ev.Addr.Addr() != netip.MustParseAddr("127.0.0.3") {
+				t.Errorf("event: %+v", ev)
+			}
+			inA.expect(t, "EPERM", "connect6", ap("::ffff:127.0.0.3", closed))
+			inA.expect(t, "EPERM", "connect", ap("::1", closed))
+			inA.expect(t, "EPERM", "sendto", ap("127.0.0.3", closed))
+			inA.expect(t, "EPERM", "raw", "127.0.0.3")
+			inA.expect(t, "ok", "raw", "127.0.0.2")
+			d.EgressRestricted = true
+			d.Egress = []EgressRule{{Prefix: netip.MustParsePrefix("127.0.0.0/8")}}
+			setA(d)
+			inA.expect(t, "EPERM", "connect", ap("127.0.0.3", closed))
+			inA.expect(t, "ECONNREFUSED", "connect", ap("127.0.0.1", closed))
+		})
 		setA(isolated)
 	})
 

@@ -28,8 +28,9 @@ func (m Mode) String() string {
 	return "enforce"
 }
 
-// EgressRule allows connections from a zone to Prefix, on Port or, when
-// Port is 0, on any port.
+// EgressRule allows (ZonePolicy.Egress) or denies (ZonePolicy.EgressDeny)
+// connections from a zone to Prefix, on Port or, when Port is 0, on any
+// port.
 type EgressRule struct {
 	Prefix netip.Prefix
 	Port   uint16
@@ -80,6 +81,10 @@ type ZonePolicy struct {
 	// Loopback in the zone's own network namespace is never egress.
 	EgressRestricted bool
 	Egress           []EgressRule
+	// EgressDeny: connect(), datagram sends and packets to these
+	// destinations are denied, whatever Egress and NetPeers allow and
+	// whether or not EgressRestricted is set; loopback too.
+	EgressDeny []EgressRule
 	// CapDeny: bit n set denies capable(n) (bpf-lsm backend only).
 	CapDeny uint64
 	// DenyCrossZoneSignal/Ptrace forbid signalling/ptracing tasks of other
@@ -115,17 +120,8 @@ type ZonePolicy struct {
 // denies for the same inode merged, empty lists nil.
 func (p ZonePolicy) Normalize() ZonePolicy {
 	out := p
-	out.Egress = nil
-	for _, r := range p.Egress {
-		if pf, err := canonicalPrefix(r.Prefix); err == nil {
-			r.Prefix = pf
-		}
-		out.Egress = append(out.Egress, r)
-	}
-	slices.SortFunc(out.Egress, func(a, b EgressRule) int {
-		return cmp.Or(a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()), cmp.Compare(a.Port, b.Port))
-	})
-	out.Egress = slices.Compact(out.Egress)
+	out.Egress = normalizeEgress(p.Egress)
+	out.EgressDeny = normalizeEgress(p.EgressDeny)
 	out.SignalFrom = sortedZones(p.SignalFrom)
 	out.PtraceFrom = sortedZones(p.PtraceFrom)
 	out.NetPeers = sortedZones(p.NetPeers)
@@ -165,6 +161,20 @@ func (p ZonePolicy) Equal(q ZonePolicy) bool {
 	return reflect.DeepEqual(p.Normalize(), q.Normalize())
 }
 
+func normalizeEgress(rules []EgressRule) []EgressRule {
+	var out []EgressRule
+	for _, r := range rules {
+		if pf, err := canonicalPrefix(r.Prefix); err == nil {
+			r.Prefix = pf
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b EgressRule) int {
+		return cmp.Or(a.Prefix.Addr().Compare(b.Prefix.Addr()), cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()), cmp.Compare(a.Port, b.Port))
+	})
+	return slices.Compact(out)
+}
+
 func sortedZones(z []uint32) []uint32 {
 	if len(z) == 0 {
 		return nil
@@ -188,7 +198,7 @@ func canonicalPrefix(p netip.Prefix) (netip.Prefix, error) {
 }
 
 func (p ZonePolicy) validate(zone uint32) error {
-	for _, r := range p.Egress {
+	for _, r := range slices.Concat(p.Egress, p.EgressDeny) {
 		if _, err := canonicalPrefix(r.Prefix); err != nil {
 			return fmt.Errorf("zone %d egress rule: %w", zone, err)
 		}
@@ -234,6 +244,8 @@ type zoneState struct {
 	policy  *rauhaPolicy // nil: no entry
 	egress4 map[rauhaEgress4Key]bool
 	egress6 map[rauhaEgress6Key]bool
+	deny4   map[rauhaEgress4Key]bool
+	deny6   map[rauhaEgress6Key]bool
 	peers   map[rauhaPeerKey]uint32 // only entries whose target is the zone
 	files   map[rauhaFileKey]uint32
 	names   map[rauhaFileNameKey]uint32
@@ -243,6 +255,7 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	s := zoneState{
 		policy:  &rauhaPolicy{CapDeny: p.CapDeny},
 		egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
+		deny4: map[rauhaEgress4Key]bool{}, deny6: map[rauhaEgress6Key]bool{},
 		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{},
 	}
 	if p.Mode == ModeAudit {
@@ -263,13 +276,10 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	if p.FileTrees {
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_FILE_TREES)
 	}
-	for _, r := range p.Egress {
-		pf, _ := canonicalPrefix(r.Prefix)
-		if pf.Addr().Is4() {
-			s.egress4[rauhaEgress4Key{Prefixlen: 64 + uint32(pf.Bits()), Zone: zone, Port: uint32(r.Port), Addr: pf.Addr().As4()}] = true
-		} else {
-			s.egress6[rauhaEgress6Key{Prefixlen: 64 + uint32(pf.Bits()), Zone: zone, Port: uint32(r.Port), Addr: pf.Addr().As16()}] = true
-		}
+	egressKeys(zone, p.Egress, s.egress4, s.egress6)
+	egressKeys(zone, p.EgressDeny, s.deny4, s.deny6)
+	if len(p.EgressDeny) > 0 {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_EGRESS_DENIES)
 	}
 	for _, a := range p.SignalFrom {
 		s.peers[rauhaPeerKey{Actor: a, Target: zone}] |= uint32(rauhaPeerBitPEER_SIGNAL)
@@ -296,6 +306,30 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	return s
 }
 
+// egressKeys adds the trie keys of zone's rules to k4 and k6.
+func egressKeys(zone uint32, rules []EgressRule, k4 map[rauhaEgress4Key]bool, k6 map[rauhaEgress6Key]bool) {
+	for _, r := range rules {
+		pf, _ := canonicalPrefix(r.Prefix)
+		if pf.Addr().Is4() {
+			k4[rauhaEgress4Key{Prefixlen: 64 + uint32(pf.Bits()), Zone: zone, Port: uint32(r.Port), Addr: pf.Addr().As4()}] = true
+		} else {
+			k6[rauhaEgress6Key{Prefixlen: 64 + uint32(pf.Bits()), Zone: zone, Port: uint32(r.Port), Addr: pf.Addr().As16()}] = true
+		}
+	}
+}
+
+// egressRules is egressKeys read back.
+func egressRules(k4 map[rauhaEgress4Key]bool, k6 map[rauhaEgress6Key]bool) []EgressRule {
+	var out []EgressRule
+	for k := range k4 {
+		out = append(out, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom4(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})
+	}
+	for k := range k6 {
+		out = append(out, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})
+	}
+	return out
+}
+
 func (s zoneState) zonePolicy() ZonePolicy {
 	var p ZonePolicy
 	flags := s.policy.Flags
@@ -308,11 +342,11 @@ func (s zoneState) zonePolicy() ZonePolicy {
 	p.ZonesRestricted = flags&uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED) != 0
 	p.FileTrees = flags&uint32(rauhaPolicyFlagPOLICY_FILE_TREES) != 0
 	p.CapDeny = s.policy.CapDeny
-	for k := range s.egress4 {
-		p.Egress = append(p.Egress, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom4(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})
-	}
-	for k := range s.egress6 {
-		p.Egress = append(p.Egress, EgressRule{Prefix: netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)-64), Port: uint16(k.Port)})
+	p.Egress = egressRules(s.egress4, s.egress6)
+	// As for names: without the flag the programs never look the deny
+	// tries up, and entries left there deny nothing.
+	if flags&uint32(rauhaPolicyFlagPOLICY_EGRESS_DENIES) != 0 {
+		p.EgressDeny = egressRules(s.deny4, s.deny6)
 	}
 	for k, bits := range s.peers {
 		if bits&uint32(rauhaPeerBitPEER_SIGNAL) != 0 {
@@ -353,6 +387,7 @@ func keyName(b [len(rauhaFileNameKey{}.Name)]int8) string {
 // is the actor (entries of other zones' policies) are returned as well.
 func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 	s := zoneState{egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
+		deny4: map[rauhaEgress4Key]bool{}, deny6: map[rauhaEgress6Key]bool{},
 		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{}}
 	var pol rauhaPolicy
 	switch err := k.maps.ZonePolicy.Lookup(zone, &pol); {
@@ -362,24 +397,22 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 		return s, fmt.Errorf("read policy of zone %d: %w", zone, err)
 	}
 
-	// The egress maps are LPM tries, which have no batch lookup.
-	var k4 rauhaEgress4Key
-	var k6 rauhaEgress6Key
-	var v uint32
-	it := k.maps.Egress4.Iterate()
-	for it.Next(&k4, &v) {
-		if k4.Zone == zone {
-			s.egress4[k4] = true
-		}
+	// The deny tries through their key hashes (putDenies): every standard
+	// zone has entries there, and reading a trie costs a call per entry of
+	// every zone.
+	errs := []error{
+		readTrie(k.maps.Egress4, zone, s.egress4), readTrie(k.maps.Egress6, zone, s.egress6),
+		eachHashEntry(k.maps.EgressDeny4Keys, func(key *rauhaEgress4Key, _ *uint32) {
+			if key.Zone == zone {
+				s.deny4[*key] = true
+			}
+		}),
+		eachHashEntry(k.maps.EgressDeny6Keys, func(key *rauhaEgress6Key, _ *uint32) {
+			if key.Zone == zone {
+				s.deny6[*key] = true
+			}
+		}),
 	}
-	errs := []error{it.Err()}
-	it = k.maps.Egress6.Iterate()
-	for it.Next(&k6, &v) {
-		if k6.Zone == zone {
-			s.egress6[k6] = true
-		}
-	}
-	errs = append(errs, it.Err())
 	errs = append(errs, eachHashEntry(k.maps.ZonePeers, func(kp *rauhaPeerKey, bits *uint32) {
 		if kp.Target == zone || (actorToo && kp.Actor == zone) {
 			s.peers[*kp] = *bits
@@ -399,6 +432,30 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 		return s, fmt.Errorf("read policy maps of zone %d: %w", zone, err)
 	}
 	return s, nil
+}
+
+// readTrie adds the keys of zone in one of the egress tries to out. The
+// tries are LPM tries, which have no batch lookup.
+func readTrie[K rauhaEgress4Key | rauhaEgress6Key](m *ebpf.Map, zone uint32, out map[K]bool) error {
+	var key K
+	var v uint32
+	it := m.Iterate()
+	for it.Next(&key, &v) {
+		if keyZone(key) == zone {
+			out[key] = true
+		}
+	}
+	return it.Err()
+}
+
+func keyZone[K rauhaEgress4Key | rauhaEgress6Key](key K) uint32 {
+	switch k := any(key).(type) {
+	case rauhaEgress4Key:
+		return k.Zone
+	case rauhaEgress6Key:
+		return k.Zone
+	}
+	return 0
 }
 
 // PolicyOf reads a zone's policy back from the kernel maps, normalized
@@ -458,12 +515,14 @@ func restrictive(a, b *rauhaPolicy) rauhaPolicy {
 //
 //  1. zone_policy := restrictive(old, new) (enforce, union of deny flags and
 //     denied capabilities);
-//  2. file_deny and file_deny_names := old | new bits (adds denials);
+//  2. file_deny and file_deny_names := old | new bits, egress_deny{4,6} :=
+//     old + new entries (adds denials);
 //  3. zone_peers := old & new bits (withdraws permissions);
 //  4. egress: delete allow entries not in p.
 //     Now the kernel enforces the intersection of both policies.
 //  5. egress: insert p's allow entries;
-//  6. zone_peers := new;  7. file_deny and file_deny_names := new;
+//  6. zone_peers := new;  7. file_deny, file_deny_names and egress_deny{4,6}
+//     := new;
 //  8. zone_policy := new.
 //
 // Steps 5–8 only remove restrictions p does not have, so a failure there
@@ -513,6 +572,12 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) (err error) {
 		if err := step("add file deny names", m.FileDenyNames.Update(key, bits|old.names[key], ebpf.UpdateAny)); err != nil {
 			return err
 		}
+	}
+	if err := step("add egress denies", putDenies(m.EgressDeny4Keys, m.EgressDeny4, want.deny4)); err != nil {
+		return err
+	}
+	if err := step("add egress denies", putDenies(m.EgressDeny6Keys, m.EgressDeny6, want.deny6)); err != nil {
+		return err
 	}
 	for key, bits := range old.peers {
 		if err := step("withdraw peers", setOrDelete(m.ZonePeers, key, bits&want.peers[key])); err != nil {
@@ -565,6 +630,12 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) (err error) {
 			return err
 		}
 	}
+	if err := step("drop egress denies", dropDenies(m.EgressDeny4, m.EgressDeny4Keys, old.deny4, want.deny4)); err != nil {
+		return err
+	}
+	if err := step("drop egress denies", dropDenies(m.EgressDeny6, m.EgressDeny6Keys, old.deny6, want.deny6)); err != nil {
+		return err
+	}
 	for key := range old.names {
 		if err := step("drop file deny names", setOrDelete(m.FileDenyNames, key, want.names[key])); err != nil {
 			return err
@@ -579,6 +650,38 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) (err error) {
 		return err
 	}
 	return step("update allowed_zones in use", k.refreshZonesInUse())
+}
+
+// putDenies inserts keys into a deny trie, each into its key hash first:
+// the hash holds every key the trie holds, so that an entry a crash leaves
+// is found (readState) and dropped by the next SetPolicy.
+func putDenies[K comparable](keyHash, trie *ebpf.Map, keys map[K]bool) error {
+	for key := range keys {
+		if err := keyHash.Update(key, uint32(1), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("egress_deny keys full? %w", err)
+		}
+		if err := trie.Update(key, uint32(1), ebpf.UpdateAny); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropDenies deletes the keys of old that keep does not hold from a deny
+// trie, then from its key hash.
+func dropDenies[K comparable](trie, keyHash *ebpf.Map, old, keep map[K]bool) error {
+	for key := range old {
+		if keep[key] {
+			continue
+		}
+		if err := deleteIfPresent(trie, key); err != nil {
+			return err
+		}
+		if err := deleteIfPresent(keyHash, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setZonesInUse sets the switch that makes every member's packet program
@@ -641,6 +744,8 @@ func (k *Kernel) DeletePolicy(zone uint32) (err error) {
 	for key := range old.peers {
 		errs = append(errs, deleteIfPresent(m.ZonePeers, key))
 	}
+	errs = append(errs, dropDenies(m.EgressDeny4, m.EgressDeny4Keys, old.deny4, nil),
+		dropDenies(m.EgressDeny6, m.EgressDeny6Keys, old.deny6, nil))
 	for key := range old.files {
 		errs = append(errs, deleteIfPresent(m.FileDeny, key))
 	}

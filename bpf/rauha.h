@@ -31,6 +31,7 @@ enum policy_flag {
 	POLICY_ZONES_RESTRICTED = 1 << 4,
 	POLICY_FILE_TREES = 1 << 5,        /* file_deny holds directories: judge what is below them */
 	POLICY_FILE_NAMES = 1 << 6,        /* file_deny_names has entries: judge names too */
+	POLICY_EGRESS_DENIES = 1 << 7,     /* egress_deny{4,6} have entries: judge every destination */
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
@@ -131,7 +132,9 @@ struct policy {
  * port are matched in full (they precede the address, and every entry's
  * prefixlen covers them), the address by longest prefix. port 0 means "any
  * port"; a lookup tries the exact port first, then port 0. Value: unused (1).
- * prefixlen = 64 + address prefix length.
+ * prefixlen = 64 + address prefix length. The deny-list (network.denied_egress)
+ * has tries of its own with the same keys: a destination any deny entry
+ * covers is denied, whatever the allow-list's longest match says.
  */
 struct egress4_key {
 	__u32 prefixlen;

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "aa4208acc186ab7522af5dfa2aad018087316b2c69fa54673779141b19c6361d"
+const rauhaObjectSHA256 = "c8a42357b9aa3b203182db51bff719190b98cbcc673336384ea4e81871cec1de"

@@ -211,6 +211,7 @@ const (
 	rauhaPolicyFlagPOLICY_ZONES_RESTRICTED  rauhaPolicyFlag = 16
 	rauhaPolicyFlagPOLICY_FILE_TREES        rauhaPolicyFlag = 32
 	rauhaPolicyFlagPOLICY_FILE_NAMES        rauhaPolicyFlag = 64
+	rauhaPolicyFlagPOLICY_EGRESS_DENIES     rauhaPolicyFlag = 128
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
@@ -276,6 +277,10 @@ type rauhaVerdictSlot struct {
 const (
 	rauhaMapEgress4                = "egress4"
 	rauhaMapEgress6                = "egress6"
+	rauhaMapEgressDeny4            = "egress_deny4"
+	rauhaMapEgressDeny4Keys        = "egress_deny4_keys"
+	rauhaMapEgressDeny6            = "egress_deny6"
+	rauhaMapEgressDeny6Keys        = "egress_deny6_keys"
 	rauhaMapEvents                 = "events"
 	rauhaMapFileDeny               = "file_deny"
 	rauhaMapFileDenyNames          = "file_deny_names"
@@ -427,23 +432,27 @@ type rauhaProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type rauhaMapSpecs struct {
-	Egress4       *ebpf.MapSpec `ebpf:"egress4"`
-	Egress6       *ebpf.MapSpec `ebpf:"egress6"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
-	FileDenyNames *ebpf.MapSpec `ebpf:"file_deny_names"`
-	MemberAddr    *ebpf.MapSpec `ebpf:"member_addr"`
-	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
-	NetGen        *ebpf.MapSpec `ebpf:"net_gen"`
-	SigioOwners   *ebpf.MapSpec `ebpf:"sigio_owners"`
-	SkbEventLimit *ebpf.MapSpec `ebpf:"skb_event_limit"`
-	VerdictSlots  *ebpf.MapSpec `ebpf:"verdict_slots"`
-	ZoneAddr      *ebpf.MapSpec `ebpf:"zone_addr"`
-	ZoneByCgid    *ebpf.MapSpec `ebpf:"zone_by_cgid"`
-	ZoneCounters  *ebpf.MapSpec `ebpf:"zone_counters"`
-	ZonePeers     *ebpf.MapSpec `ebpf:"zone_peers"`
-	ZonePolicy    *ebpf.MapSpec `ebpf:"zone_policy"`
-	ZonesInUse    *ebpf.MapSpec `ebpf:"zones_in_use"`
+	Egress4         *ebpf.MapSpec `ebpf:"egress4"`
+	Egress6         *ebpf.MapSpec `ebpf:"egress6"`
+	EgressDeny4     *ebpf.MapSpec `ebpf:"egress_deny4"`
+	EgressDeny4Keys *ebpf.MapSpec `ebpf:"egress_deny4_keys"`
+	EgressDeny6     *ebpf.MapSpec `ebpf:"egress_deny6"`
+	EgressDeny6Keys *ebpf.MapSpec `ebpf:"egress_deny6_keys"`
+	Events          *ebpf.MapSpec `ebpf:"events"`
+	FileDeny        *ebpf.MapSpec `ebpf:"file_deny"`
+	FileDenyNames   *ebpf.MapSpec `ebpf:"file_deny_names"`
+	MemberAddr      *ebpf.MapSpec `ebpf:"member_addr"`
+	MemberNetns     *ebpf.MapSpec `ebpf:"member_netns"`
+	NetGen          *ebpf.MapSpec `ebpf:"net_gen"`
+	SigioOwners     *ebpf.MapSpec `ebpf:"sigio_owners"`
+	SkbEventLimit   *ebpf.MapSpec `ebpf:"skb_event_limit"`
+	VerdictSlots    *ebpf.MapSpec `ebpf:"verdict_slots"`
+	ZoneAddr        *ebpf.MapSpec `ebpf:"zone_addr"`
+	ZoneByCgid      *ebpf.MapSpec `ebpf:"zone_by_cgid"`
+	ZoneCounters    *ebpf.MapSpec `ebpf:"zone_counters"`
+	ZonePeers       *ebpf.MapSpec `ebpf:"zone_peers"`
+	ZonePolicy      *ebpf.MapSpec `ebpf:"zone_policy"`
+	ZonesInUse      *ebpf.MapSpec `ebpf:"zones_in_use"`
 }
 
 // rauhaVariableSpecs contains global variables before they are loaded into the kernel.
@@ -474,29 +483,37 @@ func (o *rauhaObjects) Close() error {
 //
 // It can be passed to loadRauhaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type rauhaMaps struct {
-	Egress4       *ebpf.Map `ebpf:"egress4"`
-	Egress6       *ebpf.Map `ebpf:"egress6"`
-	Events        *ebpf.Map `ebpf:"events"`
-	FileDeny      *ebpf.Map `ebpf:"file_deny"`
-	FileDenyNames *ebpf.Map `ebpf:"file_deny_names"`
-	MemberAddr    *ebpf.Map `ebpf:"member_addr"`
-	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
-	NetGen        *ebpf.Map `ebpf:"net_gen"`
-	SigioOwners   *ebpf.Map `ebpf:"sigio_owners"`
-	SkbEventLimit *ebpf.Map `ebpf:"skb_event_limit"`
-	VerdictSlots  *ebpf.Map `ebpf:"verdict_slots"`
-	ZoneAddr      *ebpf.Map `ebpf:"zone_addr"`
-	ZoneByCgid    *ebpf.Map `ebpf:"zone_by_cgid"`
-	ZoneCounters  *ebpf.Map `ebpf:"zone_counters"`
-	ZonePeers     *ebpf.Map `ebpf:"zone_peers"`
-	ZonePolicy    *ebpf.Map `ebpf:"zone_policy"`
-	ZonesInUse    *ebpf.Map `ebpf:"zones_in_use"`
+	Egress4         *ebpf.Map `ebpf:"egress4"`
+	Egress6         *ebpf.Map `ebpf:"egress6"`
+	EgressDeny4     *ebpf.Map `ebpf:"egress_deny4"`
+	EgressDeny4Keys *ebpf.Map `ebpf:"egress_deny4_keys"`
+	EgressDeny6     *ebpf.Map `ebpf:"egress_deny6"`
+	EgressDeny6Keys *ebpf.Map `ebpf:"egress_deny6_keys"`
+	Events          *ebpf.Map `ebpf:"events"`
+	FileDeny        *ebpf.Map `ebpf:"file_deny"`
+	FileDenyNames   *ebpf.Map `ebpf:"file_deny_names"`
+	MemberAddr      *ebpf.Map `ebpf:"member_addr"`
+	MemberNetns     *ebpf.Map `ebpf:"member_netns"`
+	NetGen          *ebpf.Map `ebpf:"net_gen"`
+	SigioOwners     *ebpf.Map `ebpf:"sigio_owners"`
+	SkbEventLimit   *ebpf.Map `ebpf:"skb_event_limit"`
+	VerdictSlots    *ebpf.Map `ebpf:"verdict_slots"`
+	ZoneAddr        *ebpf.Map `ebpf:"zone_addr"`
+	ZoneByCgid      *ebpf.Map `ebpf:"zone_by_cgid"`
+	ZoneCounters    *ebpf.Map `ebpf:"zone_counters"`
+	ZonePeers       *ebpf.Map `ebpf:"zone_peers"`
+	ZonePolicy      *ebpf.Map `ebpf:"zone_policy"`
+	ZonesInUse      *ebpf.Map `ebpf:"zones_in_use"`
 }
 
 func (m *rauhaMaps) Close() error {
 	return _RauhaClose(
 		m.Egress4,
 		m.Egress6,
+		m.EgressDeny4,
+		m.EgressDeny4Keys,
+		m.EgressDeny6,
+		m.EgressDeny6Keys,
 		m.Events,
 		m.FileDeny,
 		m.FileDenyNames,

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "873d51f3e4b30b47b81d474d727a30b3f59e84aa320b3a153cb6f8f59dd15a08"
+const rauhaObjectSHA256 = "5603e1c66e5b6b438c9f07114548030b51aa1e38bd071aae89c7268448cf291c"

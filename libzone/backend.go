@@ -216,6 +216,13 @@ func (ke *kernelEnforcer) kernelPolicy(z *ResolvedZone) (bpf.ZonePolicy, error) 
 			kp.Egress = append(kp.Egress, bpf.EgressRule{Prefix: eg.Prefix, Port: eg.Port})
 		}
 	}
+	for _, s := range p.Network.DeniedEgress {
+		eg, err := zone.ParseEgress(s)
+		if err != nil {
+			return kp, err
+		}
+		kp.EgressDeny = append(kp.EgressDeny, bpf.EgressRule{Prefix: eg.Prefix, Port: eg.Port})
+	}
 	if p.Capabilities.Allowed != nil && ke.k.LSM() {
 		kp.CapDeny = capDenyMask(*p.Capabilities.Allowed)
 	}

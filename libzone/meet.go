@@ -41,6 +41,7 @@ func meet(a, b *zone.Policy) *zone.Policy {
 	}
 	m.Exec.Deny = union(a.Exec.Deny, b.Exec.Deny)
 	m.Network.AllowedEgress = meetAllowList(a.Network.AllowedEgress, b.Network.AllowedEgress)
+	m.Network.DeniedEgress = union(a.Network.DeniedEgress, b.Network.DeniedEgress)
 	m.Network.AllowedZones = meetAllowList(a.Network.AllowedZones, b.Network.AllowedZones)
 	m.Signals.AllowedZones = intersect(a.Signals.AllowedZones, b.Signals.AllowedZones)
 	m.Resources.CPUShares = minSet(a.Resources.CPUShares, b.Resources.CPUShares)

@@ -27,6 +27,7 @@ allowed = ["CHOWN", "KILL"]
 allow = ["/bin"]
 [network]
 allowed_egress = ["10.0.0.0/8:443", "127.0.0.1"]
+denied_egress = ["169.254.169.254"]
 [resources]
 pids_max = 100
 `)
@@ -42,6 +43,7 @@ deny = ["/etc/shadow"]
 allow = ["/usr/bin"]
 [network]
 allowed_egress = ["127.0.0.1"]
+denied_egress = ["10.1.0.0/16:443", "169.254.169.254/32"]
 [resources]
 pids_max = 50
 memory_limit = "64M"
@@ -61,6 +63,9 @@ memory_limit = "64M"
 		}
 		if got := *m.Network.AllowedEgress; len(got) != 1 {
 			t.Errorf("egress = %v, want only the loopback rule", got)
+		}
+		if want := []string{"10.1.0.0/16:443", "169.254.169.254/32"}; !slices.Equal(m.Network.DeniedEgress, want) {
+			t.Errorf("denied egress = %v, want the union %v", m.Network.DeniedEgress, want)
 		}
 		if m.Resources.PidsMax != 50 || m.Resources.MemoryLimit != 64<<20 {
 			t.Errorf("resources = %+v", m.Resources)

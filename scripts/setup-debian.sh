@@ -11,6 +11,8 @@ PACKAGES=(
 	clang llvm libbpf-dev bpftool
 	# end-to-end tests
 	bats busybox-static jq iproute2 time file procps bsdutils util-linux
+	# the Debian image of standard.bats (tests/bats/debian_rootfs.sh)
+	debootstrap
 	# reference runtime for comparison runs and benchmarks
 	runc
 	# the VM lane (tests/vm/run-in-vm.sh, bpf/vmtest.sh): QEMU guests booted
@@ -76,4 +78,7 @@ if ! file -L /bin/busybox | grep -q 'statically linked'; then
 	echo "setup-debian: /bin/busybox is not static (busybox-static must be installed, not busybox)" >&2
 	exit 1
 fi
+# Built here, once, so that no bats test waits minutes for debootstrap (a
+# cached build is a file test).
+log "Debian rootfs for standard.bats: $("$(dirname "${BASH_SOURCE[0]}")/../tests/bats/debian_rootfs.sh")"
 log "ready"

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// Egress is one parsed [network] allowed_egress entry: connections to an
-// address inside Prefix, on Port (0 = any port).
+// Egress is one parsed [network] allowed_egress or denied_egress entry:
+// connections to an address inside Prefix, on Port (0 = any port).
 type Egress struct {
 	Prefix netip.Prefix `json:"prefix"`
 	Port   uint16       `json:"port,omitempty"`
@@ -114,6 +114,19 @@ func (n Network) Egress() ([]Egress, error) {
 	}
 	out := make([]Egress, 0, len(*n.AllowedEgress))
 	for _, s := range *n.AllowedEgress {
+		e, err := ParseEgress(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Denied parses DeniedEgress; nil when it is empty.
+func (n Network) Denied() ([]Egress, error) {
+	var out []Egress
+	for _, s := range n.DeniedEgress {
 		e, err := ParseEgress(s)
 		if err != nil {
 			return nil, err

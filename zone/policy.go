@@ -105,6 +105,13 @@ type Network struct {
 	// only to these CIDR[:port] destinations (see ParseEgress); empty means no
 	// egress at all, loopback included.
 	AllowedEgress *[]string `toml:"allowed_egress" json:"allowed_egress,omitempty"`
+	// DeniedEgress: connect/sendmsg (and every packet) to these CIDR[:port]
+	// destinations is denied, whatever AllowedEgress and AllowedZones allow,
+	// loopback included. It is how a policy that does not restrict egress
+	// still keeps a few addresses out of reach (the standard preset's cloud
+	// metadata addresses) without an allow-list of the rest of the address
+	// space.
+	DeniedEgress []string `toml:"denied_egress" json:"denied_egress,omitempty"`
 	// AllowedZones nil: packets to and from other zones' members follow
 	// AllowedEgress like any address. Non-nil: this zone's members exchange
 	// packets (both ways) with the members of these zones and of their own
@@ -228,7 +235,7 @@ func (p *Policy) pointerLists() []**[]string {
 
 func (p *Policy) plainLists() []*[]string {
 	return []*[]string{&p.Filesystem.ReadOnly, &p.Filesystem.Deny, &p.Exec.Allow, &p.Exec.Deny,
-		&p.Signals.AllowedZones, &p.Syscalls.Deny}
+		&p.Signals.AllowedZones, &p.Syscalls.Deny, &p.Network.DeniedEgress}
 }
 
 // Validate checks every field and returns all problems joined; each is a
@@ -270,6 +277,11 @@ func (p *Policy) Validate() error {
 			if _, err := ParseEgress(s); err != nil {
 				bad("network.allowed_egress", i, "%v", err)
 			}
+		}
+	}
+	for i, s := range p.Network.DeniedEgress {
+		if _, err := ParseEgress(s); err != nil {
+			bad("network.denied_egress", i, "%v", err)
 		}
 	}
 	if p.Network.AllowedZones != nil {
@@ -419,6 +431,11 @@ func (p *Policy) Canonical() *Policy {
 			if e, err := ParseEgress(s); err == nil {
 				(*c.Network.AllowedEgress)[i] = e.String()
 			}
+		}
+	}
+	for i, s := range c.Network.DeniedEgress {
+		if e, err := ParseEgress(s); err == nil {
+			c.Network.DeniedEgress[i] = e.String()
 		}
 	}
 	for _, l := range c.pointerLists() {

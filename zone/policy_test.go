@@ -3,6 +3,7 @@ package zone
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -72,6 +73,12 @@ func TestParsePolicyGood(t *testing.T) {
 			func(p *Policy) bool { return len(*p.Capabilities.Allowed) == 5 }},
 		{"empty egress means none", "[network]\nallowed_egress = []\n",
 			func(p *Policy) bool { return p.Network.AllowedEgress != nil && len(*p.Network.AllowedEgress) == 0 }},
+		{"denied egress", "[network]\ndenied_egress = [\"169.254.169.254\", \"[fd00:ec2::254]:80\"]\n",
+			func(p *Policy) bool {
+				d, err := p.Network.Denied()
+				return err == nil && len(d) == 2 && p.Network.AllowedEgress == nil && d[1].Port == 80 &&
+					slices.Equal(p.Canonical().Network.DeniedEgress, []string{"169.254.169.254/32", "[fd00:ec2::254/128]:80"})
+			}},
 		{"empty plain lists are absent", "[exec]\nallow = []\ndeny = []\n[syscalls]\ndeny = []\n",
 			func(p *Policy) bool { return p.Exec.Allow == nil && p.Exec.Deny == nil && p.Syscalls.Deny == nil }},
 		{"resources with size string", "[resources]\ncpu_shares = 512\nmemory_limit = \"512M\"\nio_weight = 100\npids_max = 64\n",
@@ -137,6 +144,8 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"[network]\nmode = \"bridge\"\n", `policy.toml: line 2: network.mode: must be "isolated", "bridged" or "host", not "bridge"`},
 		{"[network]\nallowed_egress = [\n  \"10.0.0.0/8:443\",\n  \"example.com\",\n]\n",
 			`policy.toml: line 4: network.allowed_egress: invalid egress "example.com": not an IP address or CIDR prefix`},
+		{"[network]\ndenied_egress = [\"169.254.169.254:0\"]\n",
+			`policy.toml: line 2: network.denied_egress: invalid egress "169.254.169.254:0": port "0" must be a number 1..65535`},
 		{"[network]\nallowed_zones = [\"../x\"]\n", `policy.toml: line 2: network.allowed_zones: invalid zone name "../x": must match [A-Za-z0-9_+.-]{1,255} and not be "." or ".."`},
 		{"[signals]\nallowed_zones = [\"..\"]\n", `policy.toml: line 2: signals.allowed_zones: invalid zone name "..": must match [A-Za-z0-9_+.-]{1,255} and not be "." or ".."`},
 		{"[resources]\ncpu_shares = -1\n", `policy.toml: line 2: resources.cpu_shares: -1 out of range: 0 (unset) or 2..262144`},
@@ -492,5 +501,54 @@ func TestParsePolicyUnknownSyscall(t *testing.T) {
 	}
 	if _, err := ParsePolicy("policy.toml", []byte("[syscalls]\ndeny = [\"kexec_load\"]\n"), known); err != nil {
 		t.Errorf("known name refused: %v", err)
+	}
+}
+
+// The presets differ exactly in what presets.go documents: privileged is
+// the cross-zone rules alone (no policy key beyond its zone settings),
+// standard adds the denied syscalls and the metadata addresses and nothing
+// else, and strict denies at least what standard denies.
+func TestPresetsSideBySide(t *testing.T) {
+	std, _ := Preset(PresetStandard)
+	priv, _ := Preset(PresetPrivileged)
+	strict, _ := Preset(PresetStrict)
+
+	if !priv.Equal(&Policy{Zone: ZoneSettings{Mode: ModeEnforce, Admission: AdmissionAudit}}) {
+		t.Errorf("privileged has rules beyond the cross-zone ones: %+v", priv)
+	}
+	if !slices.Equal(std.Network.DeniedEgress, standardDeniedEgress()) || !slices.Equal(std.Syscalls.Deny, standardDeniedSyscalls()) {
+		t.Errorf("standard denies %v and %v", std.Network.DeniedEgress, std.Syscalls.Deny)
+	}
+	rest := std.Clone()
+	rest.Network.DeniedEgress, rest.Syscalls.Deny = nil, nil
+	if !rest.Equal(priv) {
+		t.Errorf("standard differs from privileged beyond denied_egress and syscalls.deny: %+v", rest)
+	}
+
+	denied, err := std.Network.Denied()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := func(addr string, port uint16) bool {
+		return slices.ContainsFunc(denied, func(e Egress) bool { return e.Contains(netip.MustParseAddr(addr), port) })
+	}
+	for _, a := range []string{"169.254.169.254", "fd00:ec2::254", "fe80::a9fe:a9fe"} {
+		for _, port := range []uint16{80, 443, 8775} {
+			if !blocked(a, port) {
+				t.Errorf("standard lets a container reach the metadata service %s:%d", a, port)
+			}
+		}
+	}
+	// Link-local addresses ordinary containers use stay reachable.
+	for _, a := range []string{"169.254.169.253", "169.254.169.123", "169.254.170.2", "169.254.1.1", "fe80::1", "100.100.100.200", "168.63.129.16"} {
+		if blocked(a, 53) {
+			t.Errorf("standard denies %s, which ordinary containers use", a)
+		}
+	}
+
+	for _, d := range std.Network.DeniedEgress {
+		if !slices.Contains(strict.Network.DeniedEgress, d) {
+			t.Errorf("strict does not deny %s, which standard denies", d)
+		}
 	}
 }
