@@ -55,6 +55,13 @@ if [ "$matrix" = 1 ]; then
 	fi
 fi
 
+# The matrix's zone networking check wires members with veths to a bridge,
+# with iproute2's ip (busybox's has no netns): copied in with VM_BINS.
+netmods="veth bridge"
+iproute=$(command -v ip || true)
+vmbins=$bins
+if [ "$matrix" = 1 ] && [ -n "$iproute" ]; then vmbins="$bins $iproute"; fi
+
 kernels=("$@")
 [ ${#kernels[@]} -gt 0 ] || kernels=(6.1 6.12 nobpf)
 failed=()
@@ -63,21 +70,21 @@ for k in "${kernels[@]}"; do
 	# once on an overlayfs root too, where st_dev is the overlay's.
 	expect=1 backend=bpf-lsm filedeny=plain
 	case $k in
-	6.1) env=() ;;
-	6.12) env=(VM_KERNEL_PKG='linux-image-6.12.*-cloud-amd64-unsigned' VM_MODULES=overlay) filedeny="plain overlay" ;;
-	sid) env=(VM_APT_SUITE=sid) ;;
-	nobpf) env=(VM_LSM=landlock,lockdown,yama) expect=0 backend=landlock filedeny= ;;
+	6.1) env=(VM_MODULES="$netmods") ;;
+	6.12) env=(VM_KERNEL_PKG='linux-image-6.12.*-cloud-amd64-unsigned' VM_MODULES="overlay $netmods") filedeny="plain overlay" ;;
+	sid) env=(VM_APT_SUITE=sid VM_MODULES="$netmods") ;;
+	nobpf) env=(VM_LSM=landlock,lockdown,yama VM_MODULES="$netmods") expect=0 backend=landlock filedeny= ;;
 	*) echo "vmtest: unknown kernel $k (6.1, 6.12, sid, nobpf)" >&2; exit 2 ;;
 	esac
 	echo "=== vmtest: kernel $k"
 	cmd="uname -r; RAUHA_EXPECT_LSM=$expect bpf.test -test.v -test.count=1 ${VMTEST_FLAGS:-}; s=\$?"
 	if [ "$matrix" = 1 ]; then
-		cmd="$cmd; RAUHA=$bins BACKEND=$backend bash /payload/bin/matrix.sh || s=1"
+		cmd="$cmd; RAUHA=$bins BACKEND=$backend IP=${iproute:-ip} bash /payload/bin/matrix.sh || s=1"
 		for v in $filedeny; do
 			cmd="$cmd; FILEDENY_OVERLAY=$([ "$v" = overlay ] && echo 1 || echo 0) RUNTIME=$bins bash /payload/bin/filedeny.sh || s=1"
 		done
 	fi
-	if env "${env[@]}" VM_BINS="$bins" VM_TIMEOUT="${VM_TIMEOUT:-900}" bash "$lane" "$payload" "$cmd; exit \$s"; then
+	if env "${env[@]}" VM_BINS="$vmbins" VM_TIMEOUT="${VM_TIMEOUT:-900}" bash "$lane" "$payload" "$cmd; exit \$s"; then
 		echo "=== vmtest: kernel $k PASS"
 	else
 		echo "=== vmtest: kernel $k FAIL ($?)"

@@ -166,7 +166,9 @@ func testZoneNet(t *testing.T, k *Kernel) {
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 		port, err := bufio.NewReader(out).ReadString('\n')
 		must(err)
-		d := net.Dialer{Timeout: 500 * time.Millisecond, LocalAddr: &net.TCPAddr{IP: bAddr.AsSlice()}}
+		// Long enough for a loaded TCG guest to answer a SYN; a dropped
+		// SYN waits it out.
+		d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: bAddr.AsSlice()}}
 		c, err := d.Dial("tcp4", "127.0.0.1:"+strings.TrimSpace(port))
 		if err == nil {
 			c.Close()

@@ -29,7 +29,10 @@ DOCKER=/usr/bin/docker # the 20.10 CLI matching dockerd (/usr/local/bin/docker m
 
 P_RUN=$H_RUN/clients-podman
 P_LIB=$H_LIB/clients-podman
-P_BRIDGE=rauha-pm0 P_GW=10.89.66.1 P_NET=rauha-podman
+P_BRIDGE=rauha-pm0 P_GW=10.89.66.1 P_SUBNET=10.89.66.0/24 P_NET=rauha-podman
+# P_NETNS: the network namespace podman runs in (a client_netns), or the host's
+P_NETNS=
+PODMAN=(podman)
 export CONTAINERS_CONF=$P_RUN/containers.conf
 export CONTAINERS_STORAGE_CONF=$P_RUN/storage.conf
 
@@ -45,7 +48,9 @@ D_TASKS=$D_RUN/containerd-state/io.containerd.runtime.v2.task/moby
 
 C_RUN=$H_RUN/clients-cri
 C_LIB=$H_LIB/clients-cri
-C_BRIDGE=rauha-cri0 C_GW=10.89.67.1 C_NET=rauha-cri
+C_BRIDGE=rauha-cri0 C_GW=10.89.67.1 C_SUBNET=10.89.67.0/24 C_NET=rauha-cri
+# C_NETNS: the network namespace containerd runs in (a client_netns), or the host's
+C_NETNS=
 C_SOCK=$C_RUN/containerd.sock
 C_RT_ROOT=$C_RUN/runtime-rauha/k8s.io
 C_TASKS=$C_RUN/containerd-state/io.containerd.runtime.v2.task/k8s.io
@@ -150,22 +155,51 @@ oci_archive() {
 
 # ---------------------------------------------------------------- plumbing
 
-# make_bridge NAME ADDR/PREFIX: a Linux bridge carrying the host address.
+# make_bridge NAME ADDR/PREFIX [NETNS]: a Linux bridge carrying the host
+# address (in network namespace NETNS when given).
 make_bridge() {
-	ip link show "$1" >/dev/null 2>&1 || ip link add "$1" type bridge || return 1
-	ip addr replace "$2" dev "$1" && ip link set "$1" up
+	local ip=(ip ${3:+-n "$3"})
+	"${ip[@]}" link show "$1" >/dev/null 2>&1 || "${ip[@]}" link add "$1" type bridge || return 1
+	"${ip[@]}" addr replace "$2" dev "$1" && "${ip[@]}" link set "$1" up
 }
 
-del_bridge() { ! ip link show "$1" >/dev/null 2>&1 || ip link del "$1"; }
+# del_bridge NAME [NETNS]
+del_bridge() {
+	local ip=(ip ${2:+-n "$2"})
+	! "${ip[@]}" link show "$1" >/dev/null 2>&1 || "${ip[@]}" link del "$1"
+}
 
 # cni_conflist NAME BRIDGE SUBNET GW: bridge + host-local IPAM, no gateway
-# takeover (isGateway=false keeps ip_forward as it is), no masquerade.
+# takeover (isGateway=false keeps ip_forward as it is), no masquerade, no
+# routes: the kernel's link route covers the subnet. A route to the subnet
+# via GW would be installed before the link route and win, so containers
+# would send each other's packets to the bridge address, where a host that
+# does not forward (ip_forward=0) drops them.
 cni_conflist() {
 	jq -n --arg name "$1" --arg br "$2" --arg subnet "$3" --arg gw "$4" '{
 		cniVersion: "0.4.0", name: $name,
 		plugins: [{type: "bridge", bridge: $br, isGateway: false, ipMasq: false, hairpinMode: true,
-			ipam: {type: "host-local", routes: [{dst: $subnet}],
-				ranges: [[{subnet: $subnet, gateway: $gw}]]}}]}'
+			ipam: {type: "host-local", ranges: [[{subnet: $subnet, gateway: $gw}]]}}]}'
+}
+
+# ---------------------------------------------------------------- a network of the test's own
+# Suites that send traffic between containers run the client (podman, or
+# containerd's CNI) inside a network namespace they create: the CNI bridge
+# and its veths live there, so the host's links, its iptables/nftables rules
+# and its bridge netfilter sysctls (net.bridge.bridge-nf-call-iptables with a
+# FORWARD policy DROP that docker leaves behind drops bridged frames) are
+# neither touched nor in the way. Only the network namespace changes
+# (nsenter --net): `ip netns exec` would also give each call a mount
+# namespace of its own, and podman's rootfs mounts would not outlive it.
+
+# client_netns NAME: a network namespace with loopback up.
+client_netns() {
+	ip netns add "$1" && ip -n "$1" link set lo up
+}
+
+# del_client_netns NAME
+del_client_netns() {
+	! [[ -e /run/netns/$1 ]] || ip netns del "$1"
 }
 
 # start_daemon PIDFILE LOG CMD...: start CMD in the background (no inherited
@@ -260,11 +294,11 @@ podman_setup() {
 		runroot = "$P_RUN/storage"
 		graphroot = "$P_LIB/storage"
 	EOF
-	make_bridge "$P_BRIDGE" "$P_GW/24" || return 1
-	cni_conflist "$P_NET" "$P_BRIDGE" 10.89.66.0/24 "$P_GW" >"$P_RUN/cni/$P_NET.conflist"
-	if ! podman image exists "$IMAGE_NAME"; then
+	make_bridge "$P_BRIDGE" "$P_GW/24" "$P_NETNS" || return 1
+	cni_conflist "$P_NET" "$P_BRIDGE" "$P_SUBNET" "$P_GW" >"$P_RUN/cni/$P_NET.conflist"
+	if ! "${PODMAN[@]}" image exists "$IMAGE_NAME"; then
 		rootfs_tar "$P_RUN/rootfs.tar" &&
-			podman import --change 'CMD ["/bin/sh"]' "$P_RUN/rootfs.tar" "$IMAGE_NAME" >/dev/null || return 1
+			"${PODMAN[@]}" import --change 'CMD ["/bin/sh"]' "$P_RUN/rootfs.tar" "$IMAGE_NAME" >/dev/null || return 1
 		rm -f "$P_RUN/rootfs.tar"
 	fi
 }
@@ -287,15 +321,15 @@ forget_rauha_roots() {
 
 podman_teardown() {
 	local ids id
-	ids=$(podman ps -aq --no-trunc 2>/dev/null)
-	podman rm -af -t 0 >/dev/null 2>&1
-	podman rmi -af >/dev/null 2>&1
+	ids=$("${PODMAN[@]}" ps -aq --no-trunc 2>/dev/null)
+	"${PODMAN[@]}" rm -af -t 0 >/dev/null 2>&1
+	"${PODMAN[@]}" rmi -af >/dev/null 2>&1
 	for id in $ids; do
 		rm_cgroup_tree "/libpod_parent/libpod-$id"
 		rm_cgroup_tree "/libpod_parent/libpod-conmon-$id"
 	done
 	rm_noted_cgroups "$P_RUN/created-cgroups"
-	del_bridge "$P_BRIDGE"
+	del_bridge "$P_BRIDGE" "$P_NETNS"
 	rm -rf "/var/lib/cni/networks/$P_NET"
 	unmount_under "$P_LIB"
 	forget_rauha_roots "$P_RUN"
@@ -305,7 +339,7 @@ podman_teardown() {
 
 # podman_config_json ID: the OCI config podman handed to the runtime.
 podman_config_json() {
-	echo "$(podman inspect -f '{{.StaticDir}}' "$1")/config.json"
+	echo "$("${PODMAN[@]}" inspect -f '{{.StaticDir}}' "$1")/config.json"
 }
 
 # ---------------------------------------------------------------- docker
@@ -413,9 +447,10 @@ cri_setup() {
 		image-endpoint: unix://$C_SOCK
 		timeout: 60
 	EOF
-	make_bridge "$C_BRIDGE" "$C_GW/24" || return 1
-	cni_conflist "$C_NET" "$C_BRIDGE" 10.89.67.0/24 "$C_GW" >"$C_RUN/cni/10-$C_NET.conflist"
-	start_daemon "$C_RUN/containerd.pid" "$C_RUN/containerd.log" containerd --config "$C_RUN/containerd.toml"
+	make_bridge "$C_BRIDGE" "$C_GW/24" "$C_NETNS" || return 1
+	cni_conflist "$C_NET" "$C_BRIDGE" "$C_SUBNET" "$C_GW" >"$C_RUN/cni/10-$C_NET.conflist"
+	start_daemon "$C_RUN/containerd.pid" "$C_RUN/containerd.log" \
+		${C_NETNS:+nsenter --net="/run/netns/$C_NETNS"} containerd --config "$C_RUN/containerd.toml"
 	wait_for 30 "${CRICTL[@]}" info || { tail -30 "$C_RUN/containerd.log" >&2; return 1; }
 	if ! "${CRICTL[@]}" inspecti "$PAUSE_NAME" >/dev/null 2>&1; then
 		rootfs_tar "$C_RUN/layer.tar" && oci_archive "$C_RUN/layer.tar" "$C_RUN/images.tar" &&
@@ -431,7 +466,7 @@ cri_teardown() {
 	fi
 	stop_daemon "$C_RUN/containerd.pid" "$C_RUN/containerd.toml"
 	rm_cgroup_tree "$C_CGROUP"
-	del_bridge "$C_BRIDGE"
+	del_bridge "$C_BRIDGE" "$C_NETNS"
 	rm -rf "/var/lib/cni/networks/$C_NET"
 	unmount_under "$C_LIB"
 	forget_rauha_roots "$C_RUN"

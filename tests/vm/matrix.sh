@@ -802,6 +802,154 @@ check_x_entrypoint() {
 	rt delete --force xe1 && rt delete --force xe3
 }
 
+# ---------------------------------------------------------------- zone networking
+# network.allowed_zones between members in network namespaces of their own
+# on one bridge (all in network namespaces of this check: zn-lan holds the
+# bridge, zn-a, zn-a2 and zn-b one member each), configured before create as
+# podman, CNI and containerd do. Needs iproute2's ip (IP, which vmtest.sh
+# copies in) and the veth and bridge modules.
+
+ZN_NET=10.77.0
+ZN_NS="zn-lan zn-a zn-a2 zn-b"
+
+# zn_ip ARGS...: iproute2's ip.
+zn_ip() { "${IP:-ip}" "$@"; }
+
+# zn_in NS CMD...: CMD in network namespace NS (nothing else changes).
+zn_in() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" "$@"
+}
+
+# zn_lan: the bridge in zn-lan and a member namespace per NAME:N pair
+# ($ZN_NET.N/24 on its eth0).
+zn_lan() {
+	local m name
+	zn_ip netns add zn-lan && zn_ip -n zn-lan link set lo up &&
+		zn_ip -n zn-lan link add br0 type bridge && zn_ip -n zn-lan link set br0 up || return 1
+	for m in a:1 a2:3 b:2; do
+		name=${m%%:*}
+		zn_ip netns add "zn-$name" && zn_ip -n "zn-$name" link set lo up &&
+			zn_ip -n zn-lan link add "p$name" type veth peer name eth0 netns "zn-$name" &&
+			zn_ip -n zn-lan link set "p$name" master br0 up &&
+			zn_ip -n "zn-$name" addr add "$ZN_NET.${m#*:}/24" dev eth0 &&
+			zn_ip -n "zn-$name" link set eth0 up || return 1
+	done
+}
+
+zn_cleanup() {
+	local ns
+	rt delete --force zc-a >/dev/null 2>&1
+	rt delete --force zc-a2 >/dev/null 2>&1
+	rt delete --force zc-b >/dev/null 2>&1
+	rt zone delete zna >/dev/null 2>&1
+	rt zone delete znb >/dev/null 2>&1
+	for ns in $ZN_NS; do zn_ip netns del "$ns" 2>/dev/null; done
+	return 0
+}
+
+# zn_member ID ZONE POLICY NS [serve]: container ID of ZONE in network
+# namespace NS, sleeping or (serve) answering "pong" on port 8080.
+zn_member() {
+	bundle "$1" "$2" "$3"
+	x_edit "$1" "s|{\"type\": \"network\"}|{\"type\": \"network\", \"path\": \"/run/netns/$4\"}|"
+	[ "${5:-}" != serve ] || x_edit "$1" 's|"args": \["sleep", "3600"\]|"args": ["nc", "-ll", "-p", "8080", "-e", "echo", "pong"]|'
+	x_run "$1"
+	[ $rc = 0 ] || fail "rauha run -d $1 (zone $2): $err"
+}
+
+# zn_listening NS: something listens on port 8080 in NS.
+zn_listening() {
+	local i
+	for i in $(seq 50); do
+		zn_in "$1" busybox netstat -ltn 2>/dev/null | grep -q ':8080 ' && return 0
+		sleep 0.1
+	done
+	fail "nothing listens on 8080 in $1"
+}
+
+# zn_pong ID N: container ID gets pong from $ZN_NET.N:8080.
+zn_pong() {
+	expect_ok rt exec "$1" nc -w 3 "$ZN_NET.$2" 8080 || return 1
+	[ "$out" = pong ] || fail "$1 -> $ZN_NET.$2: '$out', want pong"
+}
+
+# zn_dropped ID N: ID's connect passes its own zone; the receiver drops the SYN.
+zn_dropped() {
+	r rt exec "$1" nc -w 2 "$ZN_NET.$2" 8080
+	[ $rc != 0 ] || fail "$1 -> $ZN_NET.$2 went through: $out" || return 1
+	case $err in *"Operation not permitted"*) fail "$1 -> $ZN_NET.$2 denied at the sender: $err" ;; esac
+}
+
+# zn_event ZONE CONTROL PEER: ZONE has a deny event of CONTROL naming PEER.
+zn_event() {
+	has_event "$1" "\"zone\": *\"$1\"" "\"control\": *\"$2\"" "\"target_zone\": *\"$3\"" '"decision": *"deny"'
+}
+
+check_x_zonenet() {
+	"${IP:-ip}" -V 2>/dev/null | grep -q iproute2 || { echo "no iproute2 ip (IP=${IP:-ip}) in this guest"; return 77; }
+	zn_cleanup
+	policy zna >/dev/null <<-'EOF'
+		[network]
+		allowed_zones = []
+	EOF
+	policy znb >/dev/null <<-'EOF'
+		[network]
+		allowed_zones = ["zna"]
+	EOF
+	policy zna-open >/dev/null <<-'EOF'
+		[network]
+		allowed_zones = ["znb"]
+	EOF
+	policy znb-closed >/dev/null <<-'EOF'
+		[network]
+		allowed_zones = []
+	EOF
+	zn_lan || { zn_cleanup; fail "could not build the bridge and member namespaces"; return 1; }
+	# not "rc": r sets that one
+	local res=0
+	zn_run || res=1
+	zn_cleanup
+	return $res
+}
+
+zn_run() {
+	local pid
+	zn_member zc-b znb "$W/znb.toml" zn-b serve && zn_member zc-a2 zna "$W/zna.toml" zn-a2 serve || return 1
+	zn_listening zn-b && zn_listening zn-a2 || return 1
+	# Outside every zone, from the namespace zc-a will join (its address is
+	# no zone's yet): b's server answers.
+	expect_ok zn_in zn-a busybox nc -w 3 "$ZN_NET.2" 8080 || return 1
+	[ "$out" = pong ] || fail "from zn-a outside a zone: '$out', want pong" || return 1
+	zn_member zc-a zna "$W/zna.toml" zn-a || return 1
+	x_check zna "container zc-a: addresses" true "$ZN_NET.1" || return 1
+	x_check znb "container zc-b: addresses" true "$ZN_NET.2" || return 1
+
+	# a allows no zone: EPERM at connect, the event names b.
+	expect_fail "Operation not permitted" rt exec zc-a nc -w 3 "$ZN_NET.2" 8080 || return 1
+	zn_event zna egress znb || return 1
+	has_event zna "\"object\": *\"$ZN_NET.2:8080" || return 1
+	# Same zone: always.
+	zn_pong zc-a 3 || return 1
+	# b allows a, a not b: b's connect passes b, a's ingress drops it.
+	zn_dropped zc-b 3 || return 1
+	zn_event zna ingress znb || return 1
+
+	# zone update a: the running members talk, both ways.
+	pid=$(ct_pid zc-a)
+	expect_ok rt zone update zna --policy "$W/zna-open.toml" || return 1
+	zn_pong zc-a 2 && zn_pong zc-b 3 || return 1
+	[ "$(ct_pid zc-a)" = "$pid" ] || fail "zc-a was restarted: pid $pid is now $(ct_pid zc-a)" || return 1
+
+	# zone update b closing it: b's egress (EPERM) and b's ingress (dropped).
+	expect_ok rt zone update znb --policy "$W/znb-closed.toml" || return 1
+	expect_fail "Operation not permitted" rt exec zc-b nc -w 3 "$ZN_NET.3" 8080 || return 1
+	zn_event znb egress zna || return 1
+	zn_dropped zc-a 2 || return 1
+	zn_event znb ingress zna
+}
+
 # ---------------------------------------------------------------- setup
 
 setup() {
@@ -900,6 +1048,7 @@ t "pid namespace: one shared with a task of no zone is refused (strict) or flagg
 t "resources: update above the zone's pids_max refused naming the limit, with an event; verify reads the cgroup" check_x_resources
 t "exec routes: memfd exec, mmap PROT_EXEC, the loader, a copy, the denied binary mapped: all run outside, denied in the zone" check_x_execroutes
 t "entrypoint: start and run -d fail with the exec error when the zone denies it (exec.deny, filesystem.deny), with an event" check_x_entrypoint
+t "zone networking: allowed_zones both ways between members on a bridge (EPERM at connect, drop at ingress, events naming the peer zone), zone update live, verify addresses" check_x_zonenet
 t "verify: zones pass with backend $BACKEND, members sharing host namespaces are named" check_verify_all
 t "cleanup: zone delete --force removes every container and cgroup" cleanup
 echo "1..$n"
