@@ -21,10 +21,19 @@ BUILDTAGS ?= seccomp urfave_cli_no_docs netgo osusergo runc_nocriu
 # the file, and 1-3 ms off each `rauha --version` here (hyperfine).
 STATIC    := -s -w -extldflags -static
 
-.PHONY: build build-arm64 vet-arm64 build-profile install generate test integration test-vm test-all demo bench clean
+.PHONY: build agent crd build-arm64 vet-arm64 build-profile install generate test integration test-vm test-all demo bench clean
 
 build:
 	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS) $(STATIC)" -o rauha .
+
+# The Kubernetes node agent (docs/kubernetes.md): a binary of its own, so
+# that rauha does not carry the Kubernetes client libraries.
+agent:
+	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS) $(STATIC)" -o rauha-agent ./cmd/rauha-agent
+
+# deploy/crd.yaml is generated from the Go types (a test keeps it so).
+crd:
+	$(GO) run -tags "$(BUILDTAGS)" ./cmd/rauha-agent crd >deploy/crd.yaml
 
 # The same static cgo build for arm64, from amd64: scripts/setup-debian.sh
 # installs the cross compiler and arm64's libseccomp.a.
@@ -69,4 +78,4 @@ bench: build
 	./scripts/bench.sh
 
 clean:
-	rm -f rauha rauha-prof
+	rm -f rauha rauha-agent rauha-prof

@@ -587,3 +587,21 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
+
+// ParsePolicyJSON is ParsePolicy for a policy in JSON (the keys are the
+// TOML file's), as a Kubernetes ZonePolicy carries it: decoded strictly,
+// defaults filled, validated the same way.
+func ParsePolicyJSON(name string, data []byte, known SyscallKnown) (*Policy, error) {
+	var p Policy
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p.setDefaults()
+	p.normalize()
+	if err := errors.Join(p.Validate(), p.checkSyscalls(known)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &p, nil
+}

@@ -1,0 +1,109 @@
+// rauha-agent keeps a Kubernetes node's rauha zones in step with the
+// cluster's ZonePolicy objects (see docs/kubernetes.md). It is a binary of
+// its own so that rauha, which every container start runs, does not carry
+// the Kubernetes client libraries.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/rauha-runtime/rauha/agent"
+	"github.com/rauha-runtime/rauha/api/v1alpha1"
+	"github.com/rauha-runtime/rauha/libzone"
+)
+
+func main() {
+	app := &cli.App{
+		Name:  "rauha-agent",
+		Usage: "keep this node's rauha zones in step with the cluster's ZonePolicy objects",
+		Commands: []*cli.Command{
+			{
+				Name:  "crd",
+				Usage: "print the ZonePolicy CustomResourceDefinition (YAML)",
+				Action: func(*cli.Context) error {
+					out, err := yaml.Marshal(v1alpha1.CRD())
+					if err != nil {
+						return err
+					}
+					_, err = os.Stdout.Write(out)
+					return err
+				},
+			},
+			runCommand,
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "rauha-agent:", err)
+		os.Exit(1)
+	}
+}
+
+var runCommand = &cli.Command{
+	Name:  "run",
+	Usage: "watch ZonePolicy objects and apply them to this node's state roots",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "node", EnvVars: []string{"NODE_NAME"}, Usage: "this node's name (the downward API's spec.nodeName)"},
+		&cli.StringSliceFlag{Name: "root", Value: cli.NewStringSlice(libzone.DefaultRoot), Usage: "a rauha state root to keep in step (repeat for several: the --root of each runtime handler)"},
+		&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file (default: in-cluster configuration)"},
+		&cli.DurationFlag{Name: "resync", Value: time.Minute, Usage: "how often each zone's node status is refreshed"},
+		&cli.StringFlag{Name: "metrics-bind-address", Value: ":9500", Usage: "address of /metrics (\"0\" disables it)"},
+	},
+	Action: func(c *cli.Context) error {
+		node := c.String("node")
+		if node == "" {
+			return errors.New("--node (or NODE_NAME) is required: the agent reports per node")
+		}
+		if c.Duration("resync") <= 0 {
+			return errors.New("--resync must be positive")
+		}
+		ctrl.SetLogger(zap.New())
+		cfg, err := ctrl.GetConfig()
+		if kc := c.String("kubeconfig"); kc != "" {
+			cfg, err = clientcmd.BuildConfigFromFlags("", kc)
+		}
+		if err != nil {
+			return fmt.Errorf("kubernetes client configuration: %w", err)
+		}
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+			Scheme:  scheme,
+			Metrics: metricsserver.Options{BindAddress: c.String("metrics-bind-address")},
+		})
+		if err != nil {
+			return fmt.Errorf("controller manager: %w", err)
+		}
+		var engines []*libzone.Engine
+		for _, root := range c.StringSlice("root") {
+			e, err := libzone.New(libzone.Options{Root: root})
+			if err != nil {
+				return err
+			}
+			engines = append(engines, e)
+		}
+		ctrlmetrics.Registry.MustRegister(agent.NewCollector(engines))
+		r := &agent.Reconciler{Client: mgr.GetClient(), Node: node, Engines: engines, Resync: c.Duration("resync")}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("zonepolicy controller: %w", err)
+		}
+		return mgr.Start(ctrl.SetupSignalHandler())
+	},
+}
