@@ -97,6 +97,30 @@ assert_no_network() {
 	fi
 }
 
+# consistent_network: every interface of this root belongs to a zone or a
+# container of its store, and the DNAT rules to its containers' ports.
+consistent_network() {
+	local zones ids alias want got
+	zones=$(rt zone list --format json | jq -r '.[].name')
+	ids=$(rt list -q)
+	while read -r alias; do
+		[[ -n $alias ]] || continue
+		case $alias in
+		"$(root_tag) zone "*) grep -qxF "${alias#"$(root_tag) zone "}" <<<"$zones" || fail "bridge of a zone the store does not hold: $alias" ;;
+		"$(root_tag) container "*) grep -qxF "${alias#"$(root_tag) container "}" <<<"$ids" || fail "veth of a container the store does not hold: $alias" ;;
+		esac
+	done < <(ip -j -d link show | jq -r --arg t "$(root_tag) " '.[] | select((.ifalias // "") | startswith($t)) | .ifalias')
+	ip -j link show | jq -r '.[].ifname' | grep -E "^r[zv]$(printf %s "$ROOT" | sha256sum | cut -c1-4)" | while read -r l; do
+		[[ -n $(ip -j -d link show "$l" | jq -r '.[0].ifalias // ""') ]] || fail "interface $l without an alias"
+	done
+	want=0
+	for id in $ids; do
+		[[ -n $(rt state "$id" | jq -r '.annotations["org.rauha.ports"] // ""') ]] && want=$((want + 2))
+	done
+	got=$(nft_rules | grep -c dnat || true)
+	[[ $got -eq $want ]] || fail "$got DNAT rules for $want: $(nft_rules)"
+}
+
 # uplink: a network namespace of this test ($UP) with a veth to the host:
 # $UP_HOST on the host's end, $UP_PEER on the namespace's (a /30 of
 # 198.18.0.0/15, the benchmarking range). The host's end forwards: replies
@@ -159,4 +183,167 @@ up_serve() {
 
 	verify_check a "container sa: network" true "bridged: eth0 $A/24"
 	verify_check a "container sa: addresses" true "$A"
+}
+
+@test "bridged: masquerading out of the host reaches a listener when allowed_egress allows it, and not when it does not" {
+	uplink
+	up_serve
+	bridged_zone out "allowed_egress = [\"$UP_PEER:8080\"]"
+	bridged_zone shut 'allowed_egress = ["10.0.0.0/8"]'
+	make_bundle co
+	in_zone co out
+	run_ct so co
+	make_bundle cs
+	in_zone cs shut
+	run_ct ss cs
+
+	# The namespace has no route to the zones' subnets: only a
+	# masqueraded connection gets its answer back.
+	ip -n "$UP" route get "$(addr so)" | grep -q "via $UP_HOST" || fail "the uplink namespace routes $(addr so) somewhere else"
+	ip -n "$UP" route del default
+	pong so "$UP_PEER"
+	nft_rules | grep -q masquerade || fail "no masquerade rule: $(nft list table inet "$(nft_table)")"
+
+	# allowed_egress does not list it: the member's connect is refused.
+	eperm ss "$UP_PEER"
+	wait_event shut ".control == \"egress\" and .decision == \"deny\"" >/dev/null
+	verify_check out "container so: network" true "bridged"
+}
+
+@test "bridged: a published port (org.rauha.ports) is reached from the host and from outside it" {
+	uplink
+	hp=$(free_port)
+	bridged_zone web
+	make_bundle cw nc -ll -p 80 -e echo pong
+	in_zone cw web
+	cfg cw '.annotations["org.rauha.ports"] = $p' --arg p "$hp:80/tcp"
+	run_ct sw cw
+	retry 50 0.1 eval "nsenter -t $(ct_pid sw) -n ss -Hltn 'sport = :80' | grep -q ." || fail "nothing listens on 80 in sw"
+
+	# From the host (a local address of its own) and from the uplink
+	# namespace (through prerouting).
+	run busybox nc -w 3 "$UP_HOST" "$hp"
+	assert_success
+	assert_eq "$output" pong
+	run ip netns exec "$UP" busybox nc -w 3 "$UP_HOST" "$hp"
+	assert_success
+	assert_eq "$output" pong
+
+	# A second container cannot take the same host port.
+	make_bundle cw2
+	in_zone cw2 web
+	cfg cw2 '.annotations["org.rauha.ports"] = $p' --arg p "$hp:81/tcp"
+	rrun rt run -d --bundle "$(bundle_dir cw2)" sw2
+	assert_failure
+	assert_match "$output" "host port $hp/tcp is already published by container ..sw.."
+
+	# Delete: the port goes with its container.
+	rrun rt delete --force sw
+	assert_success
+	[[ -z $(nft_rules | grep dnat) ]] || fail "DNAT rules left after delete: $(nft_rules)"
+	run busybox nc -w 2 "$UP_HOST" "$hp"
+	[[ $output != pong ]] || fail "the port still answers after delete"
+}
+
+@test "bridged: refused clearly without a new network namespace; ports need bridged mode; isolated is loopback only" {
+	bridged_zone a
+	make_bundle ch
+	in_zone ch a
+	host_net ch
+	rrun rt run -d --bundle "$(bundle_dir ch)" sh
+	assert_failure
+	assert_match "$output" "network.mode=bridged needs a network namespace, but the container shares the host's"
+
+	ip netns add "rj-$TEST_UID"
+	echo "rj-$TEST_UID" >>"$BATS_TEST_TMPDIR/netns"
+	make_bundle cj
+	in_zone cj a
+	cfg cj '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "/run/netns/rj-$TEST_UID"
+	rrun rt run -d --bundle "$(bundle_dir cj)" sj
+	assert_failure
+	assert_match "$output" "network.mode=bridged needs a new network namespace .* but the container joins /run/netns/rj-$TEST_UID"
+
+	zone_policy iso $'[network]\nmode = "isolated"'
+	make_bundle cp
+	in_zone cp iso
+	cfg cp '.annotations["org.rauha.ports"] = "8080:80"'
+	rrun rt run -d --bundle "$(bundle_dir cp)" sp
+	assert_failure
+	assert_match "$output" "org.rauha.ports: container sp publishes ports, which needs a zone with network.mode = ..bridged.."
+
+	make_bundle ci
+	in_zone ci iso
+	run_ct si ci
+	verify_check iso "container si: network" true "isolated: loopback only"
+	# An interface moved into its namespace later is found.
+	ip link add "ri$$" type veth peer name "rk$$"
+	echo "ri$$" >>"$BATS_TEST_TMPDIR/links"
+	ip link set "rk$$" netns "/proc/$(ct_pid si)/ns/net"
+	verify_check iso "container si: network" false "isolated, but its namespace has interfaces lo, rk$$"
+	[[ -z $(own_links) ]] || fail "interfaces for a zone that was never bridged: $(own_links)"
+}
+
+# try_killed MAXMS CMD...: run CMD, SIGKILL it after a random 0..MAXMS ms.
+try_killed() {
+	local ms=$(($RANDOM % $1)) pid
+	shift
+	"$@" >/dev/null 2>&1 </dev/null &
+	pid=$!
+	sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+	kill -9 "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# timed_ms CMD...: run CMD, print how long it took in ms.
+timed_ms() {
+	local t0
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>&1 </dev/null || true
+	echo $((($(date +%s%N) - t0) / 1000000 + 1))
+}
+
+@test "bridged: SIGKILL during create and delete leaves no bridge, veth, address or nft rule after reconcile" {
+	local round i tc td tz
+	bridged_zone k
+	# How long each step takes here: the kills land anywhere in it.
+	make_bundle k0
+	in_zone k0 k
+	tc=$(timed_ms rt run -d --bundle "$(bundle_dir k0)" k0)
+	td=$(timed_ms rt delete --force k0)
+	for round in 1 2 3; do
+		rt zone create k --policy "$BATS_TEST_TMPDIR/k.toml" >/dev/null 2>&1 || true
+		for i in 1 2 3 4 5 6; do
+			make_bundle "k$round$i"
+			in_zone "k$round$i" k
+			cfg "k$round$i" '.annotations["org.rauha.ports"] = $p' --arg p "$((30000 + round * 10 + i)):80"
+			# Implicit bridged zones too: their bridge and subnet go with them.
+			if ((i % 2)); then
+				cfg "k$round$i" '.annotations |= del(.["org.rauha.zone"]) | .annotations["org.rauha.policy"] = $p' --arg p "$BATS_TEST_TMPDIR/k.toml"
+			fi
+			try_killed "$tc" rt run -d --bundle "$(bundle_dir "k$round$i")" "k$round$i"
+		done
+		for i in 1 2 3 4 5 6; do
+			try_killed "$td" rt delete --force "k$round$i"
+		done
+		try_killed "$td" rt zone delete --force k
+	done
+	# Reconcile repairs what the kills left (a record whose creator is
+	# dead is stale at once): every interface and rule left belongs to a
+	# zone or container the store still holds; then the rest can go.
+	rrun rt zone reconcile
+	assert_success
+	consistent_network
+	for c in $(rt list -q); do
+		rt delete --force "$c" >/dev/null 2>&1 || true
+	done
+	for z in $(rt zone list --format json | jq -r '.[].name'); do
+		rt zone delete --force "$z" >/dev/null 2>&1 || true
+	done
+	rrun rt zone reconcile
+	assert_success
+	rrun rt list -q
+	assert_eq "$output" ""
+	rrun rt zone list --format json
+	assert_eq "$(jq length <<<"$stdout")" 0
+	assert_no_network
 }

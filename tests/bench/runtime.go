@@ -145,13 +145,23 @@ func newBench(c config) (*bench, error) {
 	// rauha: a container without annotations (its own zone, preset
 	// standard), the two ends of the zone-cost comparison, and a zone with
 	// egress rules (the network part's, which differs from privileged in
-	// those rules alone).
+	// those rules alone), and the two ends of the cost of bridged
+	// networking: each container's own zone, so each cycle makes and
+	// removes a bridge, a veth pair, a lease and the nftables table.
 	egress := filepath.Join(c.work, "egress.toml")
 	if err := os.WriteFile(egress, []byte(egressPolicy(c.netAddr)), 0o644); err != nil {
 		return nil, err
 	}
+	isolated, bridged := filepath.Join(c.work, "isolated.toml"), filepath.Join(c.work, "bridged.toml")
+	if err := os.WriteFile(isolated, []byte("[network]\nmode = \"isolated\"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(bridged, []byte("[network]\nmode = \"bridged\"\n"), 0o644); err != nil {
+		return nil, err
+	}
 	for _, v := range []struct{ name, policy string }{
 		{"rauha", ""}, {"rauha-privileged", "privileged"}, {"rauha-strict", "strict"}, {"rauha-egress", egress},
+		{"rauha-isolated", isolated}, {"rauha-bridged", bridged},
 	} {
 		var ann map[string]string
 		if v.policy != "" {
