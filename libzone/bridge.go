@@ -187,6 +187,13 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) error
 	if err != nil {
 		return fmt.Errorf("container %s: %s: %w", rec.ID, memberLink, err)
 	}
+	// Bridged members are IPv4 only. Without this, the kernel gives eth0
+	// an IPv6 link-local address once the pair's carrier is up, which
+	// happens asynchronously: after memberAddrs read the namespace, an
+	// address never registered as the member's.
+	if err := h.LinkSetIP6AddrGenMode(peer, 1 /* IN6_ADDR_GEN_MODE_NONE */); err != nil && !errors.Is(err, unix.EAFNOSUPPORT) {
+		return fmt.Errorf("container %s: IPv6 address generation on %s: %w", rec.ID, memberLink, err)
+	}
 	if err := h.AddrAdd(peer, &netlink.Addr{IPNet: prefixIPNet(l.Address)}); err != nil {
 		return fmt.Errorf("container %s: address %s: %w", rec.ID, l.Address, err)
 	}
@@ -241,7 +248,7 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 		if err := netlink.AddrReplace(br, gwNet); err != nil {
 			return nil, fmt.Errorf("zone %s: bridge %s address %s: %w", zoneName, name, gwNet.IPNet, err)
 		}
-		return br, e.natZone(zoneName, subnet)
+		return br, e.ensureNAT()
 	}
 	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, Alias: alias}}); errors.Is(err, unix.EEXIST) {
 		// Another member's create made it meanwhile.
@@ -264,23 +271,25 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 	if err := netlink.LinkSetUp(br); err != nil {
 		return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
 	}
-	return br, e.natZone(zoneName, subnet)
+	return br, e.ensureNAT()
 }
 
-// natZone (re)places the zone's masquerading rule.
-func (e *Engine) natZone(zoneName string, subnet netip.Prefix) error {
+// ensureNAT makes the root's table when a new bridge finds none (the
+// root's first bridged zone). Two creates racing may both add the
+// masquerading rule; a second copy changes nothing, and reconcile
+// rebuilds the table with one.
+func (e *Engine) ensureNAT() error {
 	c, err := natConn()
 	if err != nil {
 		return err
 	}
 	t := newNATTable(e.root)
-	if err := t.delTagged(c, zoneTag(zoneName)); err != nil {
+	if ok, err := t.exists(c); err != nil || ok {
 		return err
 	}
-	post, _, _ := t.ensure(c)
-	t.addZone(c, zoneName, subnet, post)
+	t.create(c)
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("nftables: masquerade zone %s: %w", zoneName, err)
+		return fmt.Errorf("nftables: create table %s: %w", t.table.Name, err)
 	}
 	return nil
 }
@@ -345,18 +354,14 @@ func (e *Engine) unplugZone(n zoneNet) error {
 			errs = append(errs, fmt.Errorf("zone %s: remove bridge %s: %w", n.name, name, err))
 		}
 	}
-	c, err := natConn()
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	t := newNATTable(e.root)
 	if n.last {
-		err = t.drop(c)
-	} else if err = t.delTagged(c, zoneTag(n.name)); err == nil {
-		err = c.Flush()
-	}
-	if err != nil {
-		errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
+		c, err := natConn()
+		if err == nil {
+			err = newNATTable(e.root).drop(c)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -428,10 +433,7 @@ func (e *Engine) reconcileNetwork(subnets map[string]netip.Prefix, members map[s
 	if exists {
 		c.DelTable(t.table)
 	}
-	post, pre, out := t.ensure(c)
-	for name, subnet := range subnets {
-		t.addZone(c, name, subnet, post)
-	}
+	pre, out := t.create(c)
 	for id, m := range members {
 		if m.Lease != nil && len(m.Ports) > 0 {
 			t.addPorts(c, id, m.Lease.Address.Addr(), m.Ports, pre, out)

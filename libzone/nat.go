@@ -16,11 +16,11 @@ import (
 	"github.com/rauha-runtime/rauha/zone"
 )
 
-// natTable is the nftables table of one root's bridged zones: masquerading
-// out of each zone's subnet, and the DNAT of published ports. rauha adds,
-// removes and rebuilds rules in this table only (never another table's),
-// each rule tagged (UserData) with what it belongs to, and deletes the
-// table when the root's last bridged zone goes.
+// natTable is the nftables table of one root's bridged zones: one
+// masquerading rule for all of them, and the DNAT of published ports.
+// rauha adds, removes and rebuilds rules in this table only (never another
+// table's), each port rule tagged (UserData) with its container, makes the
+// table with the root's first bridged zone and deletes it with the last.
 type natTable struct {
 	table *nftables.Table
 }
@@ -42,7 +42,6 @@ func (t natTable) chains() (post, pre, out *nftables.Chain) {
 		mk("output", nftables.ChainHookOutput, nftables.ChainPriorityNATDest)
 }
 
-func zoneTag(name string) []byte    { return []byte("zone:" + name) }
 func containerTag(id string) []byte { return []byte("container:" + id) }
 
 func natConn() (*nftables.Conn, error) {
@@ -63,16 +62,23 @@ func (t natTable) ensure(c *nftables.Conn) (post, pre, out *nftables.Chain) {
 	return post, pre, out
 }
 
-// addZone masquerades what the zone's subnet sends out of the host. Packets
-// to another rauha bridge keep their source: the receiving member's
-// ingress program judges them by the sender's zone (allowed_zones), which a
-// rewritten source would hide.
-func (t natTable) addZone(c *nftables.Conn, name string, subnet netip.Prefix, post *nftables.Chain) {
-	c.AddRule(&nftables.Rule{Table: t.table, Chain: post, UserData: zoneTag(name), Exprs: append(matchSource(subnet),
+// create adds the table with its chains and the masquerading rule: what
+// comes in through a rauha bridge and leaves through an interface that is
+// not one is rewritten to the host's address. Packets to another rauha
+// bridge keep their source: the receiving member's ingress program judges
+// them by the sender's zone (allowed_zones), which a rewritten source
+// would hide. Packets the host sends have no input interface and are left
+// alone.
+func (t natTable) create(c *nftables.Conn) (pre, out *nftables.Chain) {
+	post, pre, out := t.ensure(c)
+	c.AddRule(&nftables.Rule{Table: t.table, Chain: post, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte(bridgePrefix)},
 		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte(bridgePrefix)},
 		&expr.Masq{},
-	)})
+	}})
+	return pre, out
 }
 
 // addPorts forwards the member's published ports to its address.
@@ -98,19 +104,6 @@ func (t natTable) addPorts(c *nftables.Conn, id string, addr netip.Addr, ports [
 				&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
 			}})
 		}
-	}
-}
-
-// matchSource matches IPv4 packets from subnet.
-func matchSource(subnet netip.Prefix) []expr.Any {
-	m := binary.BigEndian.AppendUint32(nil, ^uint32(0)<<(32-subnet.Bits()))
-	a := subnet.Addr().As4()
-	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: m, Xor: []byte{0, 0, 0, 0}},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]},
 	}
 }
 
