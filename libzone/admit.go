@@ -39,6 +39,29 @@ type admission struct {
 	lsm     bool            // the root's backend is bpf-lsm
 	newZone bool            // the zone comes with this container: persist stores it
 	without string          // what audit admission let the container start without
+	bridged bool            // rauha wires the container to its zone's bridge (planNetwork)
+}
+
+// planNetwork decides whether rauha configures the container's network:
+// in a bridged zone, when it gets a namespace of its own (a joined one is
+// its owner's to configure; admit lists that as a conflict). Published
+// ports (org.rauha.ports) need that.
+func (a *admission) planNetwork(annotations map[string]string) error {
+	a.rec.Lease, a.rec.Ports = nil, nil
+	a.bridged = a.zone.Policy.Network.Mode == zone.NetworkBridged && bridgedNetns(a.config)
+	spec := annotations[AnnotationPorts]
+	if spec == "" {
+		return nil
+	}
+	if !a.bridged {
+		return fmt.Errorf("annotation %s: container %s publishes ports, which needs a zone with network.mode = \"bridged\" and a network namespace of the container's own; zone %s has network.mode = %q", AnnotationPorts, a.rec.ID, a.zone.Name, a.zone.Policy.Network.Mode)
+	}
+	ports, err := zone.ParsePorts(spec)
+	if err != nil {
+		return fmt.Errorf("annotation %s: %w", AnnotationPorts, err)
+	}
+	a.rec.Ports = ports
+	return nil
 }
 
 // admitAndStore takes every decision about container id before anything of
@@ -67,6 +90,9 @@ func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admissio
 		}
 		a.lsm = lsm
 		if err := e.admit(a); err != nil {
+			return nil, err
+		}
+		if err := a.planNetwork(b.Spec.Annotations); err != nil {
 			return nil, err
 		}
 		switch err := e.persist(a); {
@@ -242,6 +268,11 @@ func (e *Engine) persist(a *admission) error {
 			return errZoneChanged
 		default:
 			a.zone = z // as stored now: a deleted and recreated zone has another id
+		}
+		if a.bridged {
+			if err := tx.Lease(a.rec, a.zone.Policy.Network.Subnet, hostRoutes()); err != nil {
+				return err
+			}
 		}
 		return tx.PutContainer(a.rec)
 	})

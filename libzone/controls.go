@@ -38,6 +38,8 @@ func applyConfigControls(cfg *configs.Config, p *zone.Policy) []string {
 	case zone.NetworkIsolated, zone.NetworkBridged:
 		if !cfg.Namespaces.Contains(configs.NEWNET) {
 			conflicts = append(conflicts, fmt.Sprintf("network.mode=%s needs a network namespace, but the container shares the host's", p.Network.Mode))
+		} else if path := cfg.Namespaces.PathOf(configs.NEWNET); path != "" && p.Network.Mode == zone.NetworkBridged {
+			conflicts = append(conflicts, fmt.Sprintf("network.mode=bridged needs a new network namespace for rauha to wire to the zone's bridge (a network namespace entry without a path), but the container joins %s, which its owner configures", path))
 		}
 	case zone.NetworkHost:
 		if cfg.Namespaces.Contains(configs.NEWNET) && cfg.Namespaces.PathOf(configs.NEWNET) == "" {

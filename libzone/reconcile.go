@@ -3,6 +3,7 @@ package libzone
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,6 +231,11 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		errs = append(errs, err)
 	}
 	fixed = append(fixed, pruned...)
+	netFixed, err := e.reconcileBridged()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	fixed = append(fixed, netFixed...)
 
 	if removed, err := e.uninstallIfNoZones(enf); err != nil {
 		errs = append(errs, err)
@@ -270,4 +276,27 @@ func (e *Engine) uninstallIfNoZones(enf Enforcer) (removed bool, err error) {
 func (e *Engine) hasZones() (has bool, err error) {
 	err = e.store.View(func(tx *zone.Tx) error { has = tx.HasZones(); return nil })
 	return has, err
+}
+
+// reconcileBridged hands reconcileNetwork the bridged zones and members
+// the store holds now, after the records of gone containers were dropped.
+// A root that never had a bridged zone has no table and no interfaces of
+// rauha's to look for.
+func (e *Engine) reconcileBridged() ([]string, error) {
+	var subnets map[string]netip.Prefix
+	members := map[string]*zone.Container{}
+	err := e.store.View(func(tx *zone.Tx) error {
+		subnets = tx.Subnets()
+		recs, err := tx.Containers()
+		for i := range recs {
+			if recs[i].Lease != nil {
+				members[recs[i].ID] = &recs[i]
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e.reconcileNetwork(subnets, members)
 }

@@ -31,7 +31,7 @@ func (e *Engine) markCreated(a *admission, pid int, cgroupID uint64) error {
 // when the container's config could not be read; the record names it. It
 // returns the removed record (nil if there was none) and the removed zone
 // (nil if the zone stays), whose kernel state the caller then removes.
-func (e *Engine) forget(id, zoneName string) (rec *zone.Container, gone *zone.Zone, err error) {
+func (e *Engine) forget(id, zoneName string) (rec *zone.Container, gone *zone.Zone, net zoneNet, err error) {
 	err = e.store.Update(func(tx *zone.Tx) error {
 		r, err := tx.Container(id)
 		switch {
@@ -61,9 +61,10 @@ func (e *Engine) forget(id, zoneName string) (rec *zone.Container, gone *zone.Zo
 			return err
 		}
 		gone = z
-		return tx.DeleteZone(zoneName)
+		net, err = deleteZone(tx, zoneName)
+		return err
 	})
-	return rec, gone, err
+	return rec, gone, net, err
 }
 
 // release takes a container out of its zone: kernel membership, record,
@@ -81,7 +82,12 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 			errs = append(errs, err)
 		}
 	}
-	_, gone, err := e.forget(id, zoneName)
+	if rec != nil && rec.Lease != nil {
+		if err := e.unplugMember(rec); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	_, gone, net, err := e.forget(id, zoneName)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -89,6 +95,9 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 		if err := enf.Remove(gone); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := e.unplugZone(net); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -112,7 +121,7 @@ func (e *Engine) record(id string) (*zone.Container, error) {
 func (e *Engine) forgetQuietly(enf Enforcer, id, zoneName string, rec *zone.Container) {
 	var err error
 	if enf == nil {
-		_, _, err = e.forget(id, zoneName)
+		_, _, _, err = e.forget(id, zoneName)
 	} else {
 		err = e.release(enf, id, zoneName, rec)
 	}
@@ -141,6 +150,7 @@ func (e *Engine) memberZone(id string) (*zone.Zone, error) {
 // dropEmptyZone deletes a zone and its kernel state if it has no members.
 func (e *Engine) dropEmptyZone(enf Enforcer, name string) {
 	var gone *zone.Zone
+	var net zoneNet
 	err := e.store.Update(func(tx *zone.Tx) error {
 		z, err := tx.Zone(name)
 		if err != nil {
@@ -150,10 +160,11 @@ func (e *Engine) dropEmptyZone(enf Enforcer, name string) {
 			return err
 		}
 		gone = z
-		return tx.DeleteZone(name)
+		net, err = deleteZone(tx, name)
+		return err
 	})
 	if err == nil && gone != nil {
-		err = enf.Remove(gone)
+		err = errors.Join(enf.Remove(gone), e.unplugZone(net))
 	}
 	if err != nil && !errors.Is(err, zone.ErrNotFound) {
 		logrus.Warnf("remove zone %s after failed create: %v", name, err)

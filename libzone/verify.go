@@ -156,6 +156,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *
 	}
 	cfg := c.Config()
 	verifyBPF(&cfg, &z.Policy, st.Pid, name, r)
+	e.verifyNetwork(name, m, z, &cfg, st.Pid, r)
 	pidNS.verify(z.Name, st.Pid, name, r)
 	verifyExecRoutes(name, &cfg, &z.Policy, st.Pid, r)
 	scan := scanBinds(&cfg, h)

@@ -276,6 +276,7 @@ func (e *Engine) DeleteZone(name string, force bool) error {
 	}
 	defer enf.Close()
 	var gone *zone.Zone
+	var net zoneNet
 	err = e.store.Update(func(tx *zone.Tx) error {
 		z, err := tx.Zone(name)
 		if errors.Is(err, zone.ErrNotFound) {
@@ -289,13 +290,17 @@ func (e *Engine) DeleteZone(name string, force bool) error {
 			return fmt.Errorf("zone %s gained member %s while it was being deleted", name, m[0].ID)
 		}
 		gone = z
-		return tx.DeleteZone(name)
+		net, err = deleteZone(tx, name)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete zone %s: %w", name, err)
 	}
 	if gone == nil {
 		return nil
+	}
+	if err := e.unplugZone(net); err != nil {
+		return err
 	}
 	if err := enf.Remove(gone); err != nil {
 		return err

@@ -135,3 +135,49 @@ func FuzzValidateName(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseSubnet(f *testing.F) {
+	for _, s := range []string{"10.5.0.0/24", "10.5.0.9/24", "fd00::/64", "10.0.0.0/7", "255.255.255.248/29", "1.2.3.4/32", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseSubnet(s)
+		if err != nil {
+			return
+		}
+		if !p.Addr().Is4() || p.Bits() < minSubnetBits || p.Bits() > maxSubnetBits || p != p.Masked() {
+			t.Fatalf("ParseSubnet(%q) = %v", s, p)
+		}
+		// A subnet always has a gateway and a member address beside its
+		// network and broadcast addresses, and parses back to itself.
+		gw := Gateway(p)
+		if !p.Contains(gw) || !p.Contains(gw.Next()) || !p.Contains(gw.Next().Next()) {
+			t.Fatalf("ParseSubnet(%q) = %v has no room for a member", s, p)
+		}
+		if q, err := ParseSubnet(p.String()); err != nil || q != p {
+			t.Fatalf("ParseSubnet(%v) = %v, %v", p, q, err)
+		}
+	})
+}
+
+func FuzzParsePorts(f *testing.F) {
+	for _, s := range []string{"8080:80/tcp", "53:53/udp,53:53/tcp", "1:65535", "80", ",,", "0:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ps, err := ParsePorts(s)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, p := range ps {
+			if p.HostPort == 0 || p.ContainerPort == 0 || (p.Protocol != "tcp" && p.Protocol != "udp") || seen[string(portKey(p))] {
+				t.Fatalf("ParsePorts(%q) = %v", s, ps)
+			}
+			seen[string(portKey(p))] = true
+			if q, err := ParsePorts(p.String()); err != nil || len(q) != 1 || q[0] != p {
+				t.Fatalf("ParsePorts(%q) = %v, %v", p.String(), q, err)
+			}
+		}
+	})
+}

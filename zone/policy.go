@@ -101,6 +101,10 @@ type Exec struct {
 // Network is the [network] table.
 type Network struct {
 	Mode string `toml:"mode" json:"mode,omitempty"`
+	// Subnet is the IPv4 subnet of a bridged zone (ParseSubnet); empty:
+	// one carved from DefaultSubnetPool. Read when the zone's first
+	// bridged member is created.
+	Subnet string `toml:"subnet" json:"subnet,omitempty"`
 	// AllowedEgress nil: egress is not restricted. Non-nil: connect/sendmsg
 	// only to these CIDR[:port] destinations (see ParseEgress); empty means no
 	// egress at all, loopback included.
@@ -271,6 +275,11 @@ func (p *Policy) Validate() error {
 	checkDenyNames(bad, "exec.deny", p.Exec.Deny)
 	if !oneOf(p.Network.Mode, "", NetworkIsolated, NetworkBridged, NetworkHost) {
 		bad("network.mode", -1, "must be %q, %q or %q, not %q", NetworkIsolated, NetworkBridged, NetworkHost, p.Network.Mode)
+	}
+	if p.Network.Subnet != "" {
+		if _, err := ParseSubnet(p.Network.Subnet); err != nil {
+			bad("network.subnet", -1, "%v", err)
+		}
 	}
 	if p.Network.AllowedEgress != nil {
 		for i, s := range *p.Network.AllowedEgress {

@@ -94,7 +94,11 @@ type Container struct {
 	// registered as its zone's (network.allowed_zones), read at create and
 	// again by reconcile. A member in the host's namespace has none.
 	Addresses []string `json:"addresses,omitempty"`
-	Pid       int      `json:"pid"`
+	// Lease is a bridged member's address in its zone's subnet (Tx.Lease),
+	// and Ports what it publishes on the host; both nil for other members.
+	Lease *Lease `json:"lease,omitempty"`
+	Ports []Port `json:"ports,omitempty"`
+	Pid   int    `json:"pid"`
 	// Creator is the pid of the rauha process running the create, so
 	// reconcile can tell a create in progress from one that was killed.
 	Creator int       `json:"creator,omitempty"`
@@ -259,7 +263,7 @@ func (s *Store) prepare(btx *bolt.Tx) error {
 	if err := s.checkSchema(btx); err != nil {
 		return err
 	}
-	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers, bucketZoneIDs, bucketZoneMembers} {
+	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers, bucketZoneIDs, bucketZoneMembers, bucketSubnets, bucketLeases, bucketPorts} {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s in %s: %w", name, s.Path(), err)
 		}
@@ -522,6 +526,9 @@ func (tx *Tx) DeleteZone(name string) error {
 	if err := tx.DeleteObservations(name); err != nil {
 		return err
 	}
+	if err := tx.releaseSubnet(name); err != nil {
+		return err
+	}
 	if err := tx.tx.Bucket(bucketZoneIDs).Delete(zoneIDKey(z.ID)); err != nil {
 		return fmt.Errorf("zone %q: unindex kernel id %d: %w", name, z.ID, err)
 	}
@@ -589,6 +596,11 @@ func (tx *Tx) DeleteContainer(id string) error {
 	}
 	if err := tx.unindexMember(id); err != nil {
 		return err
+	}
+	if old, err := tx.Container(id); err == nil {
+		if err := tx.releaseLease(old); err != nil {
+			return err
+		}
 	}
 	return b.Delete([]byte(id))
 }

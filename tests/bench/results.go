@@ -218,6 +218,15 @@ func (r *results) evaluate() {
 			fmt.Sprintf("CPU time %+.1f ms; minus the zone without egress rules: %+.1f ms, CPU time %+.1f ms",
 				e.CPUMedianMs-o.CPUMedianMs, e.MedianMs-p.MedianMs, e.CPUMedianMs-p.CPUMedianMs))
 	}
+	if b, ok := r.find(r.Lifecycle, "rauha-bridged", "cycle", 0); ok {
+		i, _ := r.find(r.Lifecycle, "rauha-isolated", "cycle", 0)
+		add("network.mode bridged adds to create+start+wait+delete (rauha-bridged - rauha-isolated median, a zone per container)",
+			b.MedianMs-i.MedianMs, 5, "ms", fmt.Sprintf("CPU time: %+.1f ms", b.CPUMedianMs-i.CPUMedianMs))
+		if z, ok := r.find(r.Lifecycle, "rauha-bridged-zone", "cycle", 0); ok {
+			add("network.mode bridged adds to create+start+wait+delete (rauha-bridged-zone - rauha-isolated median, one zone keeping its bridge)",
+				z.MedianMs-i.MedianMs, 5, "ms", fmt.Sprintf("CPU time: %+.1f ms", z.CPUMedianMs-i.CPUMedianMs))
+		}
+	}
 	if vs := r.netVariants(); len(vs) == 3 {
 		for _, m := range netMetrics {
 			out, _ := r.netFind(vs[0], m.name)

@@ -145,17 +145,31 @@ func newBench(c config) (*bench, error) {
 	// rauha: a container without annotations (its own zone, preset
 	// standard), the two ends of the zone-cost comparison, and a zone with
 	// egress rules (the network part's, which differs from privileged in
-	// those rules alone).
+	// those rules alone), and the cost of bridged networking against
+	// isolated: in each container's own zone (each cycle makes and removes
+	// a bridge, a veth pair, a lease and the nftables table) and in one
+	// named zone that keeps its bridge (a veth pair and a lease).
 	egress := filepath.Join(c.work, "egress.toml")
 	if err := os.WriteFile(egress, []byte(egressPolicy(c.netAddr)), 0o644); err != nil {
 		return nil, err
 	}
+	isolated, bridged := filepath.Join(c.work, "isolated.toml"), filepath.Join(c.work, "bridged.toml")
+	if err := os.WriteFile(isolated, []byte("[network]\nmode = \"isolated\"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(bridged, []byte("[network]\nmode = \"bridged\"\n"), 0o644); err != nil {
+		return nil, err
+	}
 	for _, v := range []struct{ name, policy string }{
 		{"rauha", ""}, {"rauha-privileged", "privileged"}, {"rauha-strict", "strict"}, {"rauha-egress", egress},
+		{"rauha-isolated", isolated}, {"rauha-bridged", bridged}, {"rauha-bridged-zone", bridged},
 	} {
 		var ann map[string]string
 		if v.policy != "" {
 			ann = map[string]string{"org.rauha.policy": v.policy}
+		}
+		if v.name == "rauha-bridged-zone" {
+			ann["org.rauha.zone"] = bridgedZone
 		}
 		if err := add(v.name, c.rauha, true, ann); err != nil {
 			return nil, err
@@ -163,6 +177,9 @@ func newBench(c config) (*bench, error) {
 	}
 	return b, nil
 }
+
+// bridgedZone is the named bridged zone of rauha-bridged-zone.
+const bridgedZone = "bench-bridged"
 
 func (b *bench) rt(name string) *runtime {
 	for _, r := range b.runtimes {
@@ -256,6 +273,7 @@ func (b *bench) cleanup() error {
 		if r.zones {
 			// zones named by annotation outlive their containers
 			_, _ = r.invoke(nil, "zone", "delete", "--force", updateZone)
+			_, _ = r.invoke(nil, "zone", "delete", "--force", bridgedZone)
 			// A root without zones: reconcile uninstalls its programs,
 			// pins and anchor cgroup; removePinDir catches what is left.
 			_, _ = r.invoke(nil, "zone", "reconcile")

@@ -1,0 +1,349 @@
+#!/usr/bin/env bats
+# network.mode = "bridged": rauha wires each member's new network namespace
+# to its zone's bridge (a veth pair, an address leased from the zone's
+# subnet, a default route), masquerades what leaves the host and publishes
+# ports (org.rauha.ports), all in interfaces and an nftables table of its
+# own, removed with the last member and zone and repaired by reconcile.
+# Every address the tests reach outside the containers is in a network
+# namespace this test creates.
+
+load helpers
+load zone_helpers
+
+# bridged_zone NAME [TOML]: zone NAME in bridged mode, with extra [network]
+# keys TOML (one per line).
+bridged_zone() {
+	zone_policy "$1" $'[network]\nmode = "bridged"\n'"${2:-}"
+}
+
+# zone_policy NAME TOML: create zone NAME with the policy TOML.
+zone_policy() {
+	rrun rt zone create "$1" --policy "$(policy "$1" <<<"$2")"
+	assert_success
+}
+
+# zone_update NAME TOML
+zone_update() {
+	rrun rt zone update "$1" --policy "$(policy "$1-new" <<<"$2")"
+	assert_success
+}
+
+# verify_check ZONE CHECK true|false [DETAIL-REGEX]: verify has CHECK with
+# that outcome (and a detail matching the regex).
+verify_check() {
+	rrun rt zone verify "$1" --format json
+	jq -e --arg n "$2" --argjson p "$3" --arg d "${4:-}" \
+		'any(.checks[]; .name == $n and .passed == $p and (.detail | test($d)))' <<<"$stdout" >/dev/null ||
+		fail "verify of zone $1 does not report '$2' passed=$3 (${4:-}): $stdout"
+}
+
+# serve ZONE ID: a member of ZONE that answers "pong" on port 8080.
+serve() {
+	make_bundle "$2" nc -ll -p 8080 -e echo pong
+	in_zone "$2" "$1"
+	run_ct "$2" "$2"
+	retry 50 0.1 eval "nsenter -t $(ct_pid "$2") -n ss -Hltn 'sport = :8080' | grep -q ." ||
+		fail "nothing listens on 8080 in $2"
+}
+
+# addr ID: the member's leased address (from its record: zone inspect).
+addr() {
+	rt state "$1" >/dev/null || fail "no container $1"
+	rt zone list --format json | jq -r '.[].name' | while read -r z; do
+		rt zone inspect "$z" | jq -r --arg id "$1" '.members[] | select(.id == $id) | .addresses[] | select(test("^[0-9.]+$"))'
+	done | head -n1
+}
+
+# pong ID ADDR [PORT]: the member ID connects to ADDR:PORT and gets pong.
+pong() {
+	rexec "$1" nc -w 3 "$2" "${3:-8080}"
+	assert_success
+	assert_eq "$output" pong
+}
+
+# eperm ID ADDR: the member's connect to ADDR:8080 fails with EPERM.
+eperm() {
+	rexec "$1" nc -w 3 "$2" 8080
+	assert_failure
+	assert_match "$output" "Operation not permitted"
+}
+
+# root_tag: what the aliases of this root's interfaces start with.
+root_tag() {
+	echo "rauha $(printf %s "$ROOT" | sha256sum | cut -c1-16)"
+}
+
+# own_links: interfaces of this test's root (by alias).
+own_links() {
+	ip -j -d link show | jq -r --arg t "$(root_tag) " '.[] | select((.ifalias // "") | startswith($t)) | .ifname'
+}
+
+# nft_table: the nftables table of this root, if any.
+nft_table() {
+	echo "rauha_$(printf %s "$ROOT" | sha256sum | cut -c1-8)"
+}
+
+nft_rules() {
+	nft -a list table inet "$(nft_table)" 2>/dev/null | grep -E 'masquerade|dnat' || true
+}
+
+# assert_no_network: nothing of this root's bridged networking is left.
+assert_no_network() {
+	local links
+	links=$(own_links)
+	[[ -z $links ]] || fail "interfaces left behind: $links"
+	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
+		fail "nftables table $(nft_table) left behind: $(nft list table inet "$(nft_table)")"
+	fi
+}
+
+# consistent_network: every interface of this root belongs to a zone or a
+# container of its store, and the DNAT rules to its containers' ports.
+consistent_network() {
+	local zones ids alias want got
+	zones=$(rt zone list --format json | jq -r '.[].name')
+	ids=$(rt list -q)
+	while read -r alias; do
+		[[ -n $alias ]] || continue
+		case $alias in
+		"$(root_tag) zone "*) grep -qxF "${alias#"$(root_tag) zone "}" <<<"$zones" || fail "bridge of a zone the store does not hold: $alias" ;;
+		"$(root_tag) container "*) grep -qxF "${alias#"$(root_tag) container "}" <<<"$ids" || fail "veth of a container the store does not hold: $alias" ;;
+		esac
+	done < <(ip -j -d link show | jq -r --arg t "$(root_tag) " '.[] | select((.ifalias // "") | startswith($t)) | .ifalias')
+	ip -j link show | jq -r '.[].ifname' | grep -E "^r[zv]$(printf %s "$ROOT" | sha256sum | cut -c1-4)" | while read -r l; do
+		[[ -n $(ip -j -d link show "$l" | jq -r '.[0].ifalias // ""') ]] || fail "interface $l without an alias"
+	done
+	want=0
+	for id in $ids; do
+		[[ -n $(rt state "$id" | jq -r '.annotations["org.rauha.ports"] // ""') ]] && want=$((want + 2))
+	done
+	got=$(nft_rules | grep -c dnat || true)
+	[[ $got -eq $want ]] || fail "$got DNAT rules for $want: $(nft_rules)"
+}
+
+# uplink: a network namespace of this test ($UP) with a veth to the host:
+# $UP_HOST on the host's end, $UP_PEER on the namespace's (a /30 of
+# 198.18.0.0/15, the benchmarking range). The host's end forwards: replies
+# to masqueraded connections come in through it.
+uplink() {
+	UP=rb-$TEST_UID
+	local n=$((RANDOM % 16000)) l=ru$((RANDOM % 100000))
+	UP_HOST=198.18.$((n / 64)).$((n % 64 * 4 + 1))
+	UP_PEER=198.18.$((n / 64)).$((n % 64 * 4 + 2))
+	ip netns add "$UP" || fail "ip netns add $UP"
+	echo "$UP" >>"$BATS_TEST_TMPDIR/netns"
+	ip link add "$l" type veth peer name eth0 netns "$UP" || fail "veth $l"
+	echo "$l" >>"$BATS_TEST_TMPDIR/links"
+	ip addr add "$UP_HOST/30" dev "$l"
+	ip link set "$l" up
+	echo 1 >"/proc/sys/net/ipv4/conf/$l/forwarding"
+	ip -n "$UP" link set lo up
+	ip -n "$UP" addr add "$UP_PEER/30" dev eth0
+	ip -n "$UP" link set eth0 up
+	ip -n "$UP" route add default via "$UP_HOST"
+}
+
+# up_serve: a listener in $UP answering its peer's address ("from ADDR").
+up_serve() {
+	bg ip netns exec "$UP" busybox nc -ll -p 8080 -e sh -c 'echo pong'
+	retry 50 0.1 eval "ip netns exec '$UP' ss -Hltn 'sport = :8080' | grep -q ." || fail "nothing listens in $UP"
+}
+
+@test "bridged: three zones, a listener in each: packets cross bridges only as allowed_zones says, both ways" {
+	bridged_zone a 'allowed_zones = ["b"]'
+	bridged_zone b 'allowed_zones = ["a"]'
+	bridged_zone c 'allowed_zones = ["a"]'
+	serve a sa
+	serve b sb
+	serve c sc
+	serve a sa2
+	A=$(addr sa) B=$(addr sb) C=$(addr sc) A2=$(addr sa2)
+	[[ $A == 10.201.* && $B == 10.201.* && $C == 10.201.* ]] || fail "addresses not from the default pool: $A $B $C"
+	[[ ${A%.*} == "${A2%.*}" && ${A%.*} != "${B%.*}" && ${B%.*} != "${C%.*}" ]] || fail "subnets: a $A $A2, b $B, c $C"
+
+	# Same zone, same bridge; a and b list each other: forwarded both ways.
+	pong sa "$A2"
+	pong sa "$B"
+	pong sb "$A"
+	# a does not list c: a's egress refuses, the event names c.
+	eperm sa "$C"
+	wait_event a '.control == "egress" and .target_zone == "c" and .decision == "deny"' >/dev/null
+	# c lists a, a does not list c: c's connect leaves, a's ingress drops it.
+	rexec sc nc -w 2 "$A" 8080
+	assert_failure
+	[[ $output != *"Operation not permitted"* ]] || fail "denied at c's egress, not at a's ingress: $output"
+	wait_event a '.control == "ingress" and .target_zone == "c" and .decision == "deny"' >/dev/null
+	# b and c do not list each other.
+	eperm sb "$C"
+	eperm sc "$B"
+	# The drop was the policy's: a allowing c lets the same packets cross.
+	zone_update a $'[network]\nmode = "bridged"\nallowed_zones = ["b", "c"]'
+	pong sc "$A"
+	pong sa "$C"
+
+	verify_check a "container sa: network" true "bridged: eth0 $A/24"
+	verify_check a "container sa: addresses" true "$A"
+}
+
+@test "bridged: masquerading out of the host reaches a listener when allowed_egress allows it, and not when it does not" {
+	uplink
+	up_serve
+	bridged_zone out "allowed_egress = [\"$UP_PEER:8080\"]"
+	bridged_zone shut 'allowed_egress = ["10.0.0.0/8"]'
+	make_bundle co
+	in_zone co out
+	run_ct so co
+	make_bundle cs
+	in_zone cs shut
+	run_ct ss cs
+
+	# The namespace has no route to the zones' subnets: only a
+	# masqueraded connection gets its answer back.
+	ip -n "$UP" route get "$(addr so)" | grep -q "via $UP_HOST" || fail "the uplink namespace routes $(addr so) somewhere else"
+	ip -n "$UP" route del default
+	pong so "$UP_PEER"
+	nft_rules | grep -q masquerade || fail "no masquerade rule: $(nft list table inet "$(nft_table)")"
+
+	# allowed_egress does not list it: the member's connect is refused.
+	eperm ss "$UP_PEER"
+	wait_event shut ".control == \"egress\" and .decision == \"deny\"" >/dev/null
+	verify_check out "container so: network" true "bridged"
+}
+
+@test "bridged: a published port (org.rauha.ports) is reached from the host and from outside it" {
+	uplink
+	hp=$(free_port)
+	bridged_zone web
+	make_bundle cw nc -ll -p 80 -e echo pong
+	in_zone cw web
+	cfg cw '.annotations["org.rauha.ports"] = $p' --arg p "$hp:80/tcp"
+	run_ct sw cw
+	retry 50 0.1 eval "nsenter -t $(ct_pid sw) -n ss -Hltn 'sport = :80' | grep -q ." || fail "nothing listens on 80 in sw"
+
+	# From the host (a local address of its own) and from the uplink
+	# namespace (through prerouting).
+	run busybox nc -w 3 "$UP_HOST" "$hp"
+	assert_success
+	assert_eq "$output" pong
+	run ip netns exec "$UP" busybox nc -w 3 "$UP_HOST" "$hp"
+	assert_success
+	assert_eq "$output" pong
+
+	# A second container cannot take the same host port.
+	make_bundle cw2
+	in_zone cw2 web
+	cfg cw2 '.annotations["org.rauha.ports"] = $p' --arg p "$hp:81/tcp"
+	rrun rt run -d --bundle "$(bundle_dir cw2)" sw2
+	assert_failure
+	assert_match "$output" "host port $hp/tcp is already published by container ..sw.."
+
+	# Delete: the port goes with its container.
+	rrun rt delete --force sw
+	assert_success
+	[[ -z $(nft_rules | grep dnat) ]] || fail "DNAT rules left after delete: $(nft_rules)"
+	run busybox nc -w 2 "$UP_HOST" "$hp"
+	[[ $output != pong ]] || fail "the port still answers after delete"
+}
+
+@test "bridged: refused clearly without a new network namespace; ports need bridged mode; isolated is loopback only" {
+	bridged_zone a
+	make_bundle ch
+	in_zone ch a
+	host_net ch
+	rrun rt run -d --bundle "$(bundle_dir ch)" sh
+	assert_failure
+	assert_match "$output" "network.mode=bridged needs a network namespace, but the container shares the host's"
+
+	ip netns add "rj-$TEST_UID"
+	echo "rj-$TEST_UID" >>"$BATS_TEST_TMPDIR/netns"
+	make_bundle cj
+	in_zone cj a
+	cfg cj '.linux.namespaces |= map(if .type == "network" then .path = $p else . end)' --arg p "/run/netns/rj-$TEST_UID"
+	rrun rt run -d --bundle "$(bundle_dir cj)" sj
+	assert_failure
+	assert_match "$output" "network.mode=bridged needs a new network namespace .* but the container joins /run/netns/rj-$TEST_UID"
+
+	zone_policy iso $'[network]\nmode = "isolated"'
+	make_bundle cp
+	in_zone cp iso
+	cfg cp '.annotations["org.rauha.ports"] = "8080:80"'
+	rrun rt run -d --bundle "$(bundle_dir cp)" sp
+	assert_failure
+	assert_match "$output" "org.rauha.ports: container sp publishes ports, which needs a zone with network.mode = ..bridged.."
+
+	make_bundle ci
+	in_zone ci iso
+	run_ct si ci
+	verify_check iso "container si: network" true "isolated: loopback only"
+	# An interface moved into its namespace later is found.
+	ip link add "ri$$" type veth peer name "rk$$"
+	echo "ri$$" >>"$BATS_TEST_TMPDIR/links"
+	ip link set "rk$$" netns "/proc/$(ct_pid si)/ns/net"
+	verify_check iso "container si: network" false "isolated, but its namespace has interfaces lo, rk$$"
+	[[ -z $(own_links) ]] || fail "interfaces for a zone that was never bridged: $(own_links)"
+}
+
+# try_killed MAXMS CMD...: run CMD, SIGKILL it after a random 0..MAXMS ms.
+try_killed() {
+	local ms=$(($RANDOM % $1)) pid
+	shift
+	"$@" >/dev/null 2>&1 </dev/null &
+	pid=$!
+	sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+	kill -9 "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# timed_ms CMD...: run CMD, print how long it took in ms.
+timed_ms() {
+	local t0
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>&1 </dev/null || true
+	echo $((($(date +%s%N) - t0) / 1000000 + 1))
+}
+
+@test "bridged: SIGKILL during create and delete leaves no bridge, veth, address or nft rule after reconcile" {
+	local round i tc td tz
+	bridged_zone k
+	# How long each step takes here: the kills land anywhere in it.
+	make_bundle k0
+	in_zone k0 k
+	tc=$(timed_ms rt run -d --bundle "$(bundle_dir k0)" k0)
+	td=$(timed_ms rt delete --force k0)
+	for round in 1 2 3; do
+		rt zone create k --policy "$BATS_TEST_TMPDIR/k.toml" >/dev/null 2>&1 || true
+		for i in 1 2 3 4 5 6; do
+			make_bundle "k$round$i"
+			in_zone "k$round$i" k
+			cfg "k$round$i" '.annotations["org.rauha.ports"] = $p' --arg p "$((30000 + round * 10 + i)):80"
+			# Implicit bridged zones too: their bridge and subnet go with them.
+			if ((i % 2)); then
+				cfg "k$round$i" '.annotations |= del(.["org.rauha.zone"]) | .annotations["org.rauha.policy"] = $p' --arg p "$BATS_TEST_TMPDIR/k.toml"
+			fi
+			try_killed "$tc" rt run -d --bundle "$(bundle_dir "k$round$i")" "k$round$i"
+		done
+		for i in 1 2 3 4 5 6; do
+			try_killed "$td" rt delete --force "k$round$i"
+		done
+		try_killed "$td" rt zone delete --force k
+	done
+	# Reconcile repairs what the kills left (a record whose creator is
+	# dead is stale at once): every interface and rule left belongs to a
+	# zone or container the store still holds; then the rest can go.
+	rrun rt zone reconcile
+	assert_success
+	consistent_network
+	for c in $(rt list -q); do
+		rt delete --force "$c" >/dev/null 2>&1 || true
+	done
+	for z in $(rt zone list --format json | jq -r '.[].name'); do
+		rt zone delete --force "$z" >/dev/null 2>&1 || true
+	done
+	rrun rt zone reconcile
+	assert_success
+	rrun rt list -q
+	assert_eq "$output" ""
+	rrun rt zone list --format json
+	assert_eq "$(jq length <<<"$stdout")" 0
+	assert_no_network
+}
