@@ -11,6 +11,8 @@ PACKAGES=(
 	clang llvm libbpf-dev bpftool
 	# end-to-end tests
 	bats busybox-static jq iproute2 time file procps bsdutils util-linux
+	# bridged.bats reads rauha's nftables table with nft
+	nftables
 	# the Debian image of standard.bats (tests/bats/debian_rootfs.sh)
 	debootstrap
 	# reference runtime for comparison runs and benchmarks
