@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "9b826917fe56dc323c2ccb80a2a5a86930ac77f3dc9d13bcf653e4038821c731"
+const rauhaObjectSHA256 = "86e2a7f592512d632c78bd8cfe3faa84e711fddadd747bf4ad4e4a36d41c1053"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "7b8eedeeffc72eabc82ea4ef6341949f2211ab446254a7e2369642015a74aa88"
+const rauhaObjectSHA256 = "0e9e329b64f955c3391710c64c2d45dc360e7792d8af233fe98d9fa70e1fc86b"
