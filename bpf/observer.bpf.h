@@ -510,6 +510,67 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+#define LEARN_PATH_DEPTH 16
+#define LEARN_NAME_MAX 64
+
+/*
+ * learn_file_path writes the path of file as the current task sees it (from
+ * its root) into out (LEARN_OBJECT_LEN bytes, zeroed): what d_path does,
+ * which tracepoints may not call. Only within the mount of the task's root
+ * (a file on another mount: false), at most LEARN_PATH_DEPTH components of
+ * at most LEARN_NAME_MAX - 1 bytes (a longer path: false).
+ */
+static __noinline bool learn_file_path(struct file *file, char *out)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dentry *root = BPF_CORE_READ(task, fs, root.dentry);
+	struct vfsmount *rootmnt = BPF_CORE_READ(task, fs, root.mnt);
+	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+	struct dentry *parts[LEARN_PATH_DEPTH] = {};
+	int n = 0;
+
+	if (!out || BPF_CORE_READ(file, f_path.mnt) != rootmnt)
+		return false;
+	for (int i = 0; i < LEARN_PATH_DEPTH; i++) {
+		if (d == root)
+			break;
+		parts[i] = d;
+		n = i + 1;
+		d = BPF_CORE_READ(d, d_parent);
+	}
+	if (n == 0 || d != root)
+		return false;
+	__u32 off = 0;
+	for (int i = LEARN_PATH_DEPTH - 1; i >= 0; i--) {
+		if (i >= n)
+			continue;
+		if (off > LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)
+			return false;
+		out[off & (LEARN_OBJECT_LEN - 1)] = '/';
+		off++;
+		const unsigned char *name = BPF_CORE_READ(parts[i], d_name.name);
+		long r = bpf_probe_read_kernel_str(out + (off & (LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)), LEARN_NAME_MAX, name);
+		if (r <= 1)
+			return false;
+		off += r - 1;
+	}
+	return true;
+}
+
+/* The exec'd file's name as passed, unless that names it through a file
+ * descriptor or /proc (busybox runs its applets as /proc/self/exe, fexecve
+ * as /dev/fd/N): then its path. */
+static __always_inline bool exec_by_path(const char *f)
+{
+	if (f[0] != '/')
+		return false;
+	if (f[1] == 'p' && f[2] == 'r' && f[3] == 'o' && f[4] == 'c' && f[5] == '/')
+		return false;
+	if (f[1] == 'd' && f[2] == 'e' && f[3] == 'v' && f[4] == '/' && f[5] == 'f' && f[6] == 'd')
+		return false;
+	return true;
+}
+
 /* An armed process's exec is recorded; a member of a learning zone is
  * armed by its first exec in the container's mount namespace (learn.bpf.h). */
 SEC("tp_btf/sched_process_exec")
@@ -535,8 +596,14 @@ int BPF_PROG(learn_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	struct learn_key *key = learn_key_new(zone, LEARN_EXEC);
 	if (!key)
 		return 0;
-	if (bpf_probe_read_kernel_str(key->object, sizeof(key->object), BPF_CORE_READ(bprm, filename)) > 1)
-		learn_record(key);
+	if (bpf_probe_read_kernel_str(key->object, sizeof(key->object), BPF_CORE_READ(bprm, filename)) <= 1)
+		return 0;
+	if (!exec_by_path(key->object)) {
+		__builtin_memset(key->object, 0, sizeof(key->object));
+		if (!learn_file_path(BPF_CORE_READ(bprm, file), key->object))
+			return 0;
+	}
+	learn_record(key);
 	return 0;
 }
 

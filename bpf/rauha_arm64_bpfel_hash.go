@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "86e2a7f592512d632c78bd8cfe3faa84e711fddadd747bf4ad4e4a36d41c1053"
+const rauhaObjectSHA256 = "facdf1c64f9612b6bfd08dcdcd622317843b623e00ae3c317193e8a05ac7dba3"

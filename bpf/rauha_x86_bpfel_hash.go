@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0e9e329b64f955c3391710c64c2d45dc360e7792d8af233fe98d9fa70e1fc86b"
+const rauhaObjectSHA256 = "c6cc34057260c01990d784b46eccbb191c62eb122351e1837a99ac45158df0e8"
