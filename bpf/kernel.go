@@ -497,7 +497,7 @@ func usesOnlyMaps(prog *ebpf.Program, ours map[ebpf.MapID]bool) error {
 		if err == nil && len(mi.Name) > 0 && mi.Name[0] == '.' {
 			continue
 		}
-		return fmt.Errorf("uses map %d that is not pinned here", id)
+		return fmt.Errorf("uses map %d (%s) that is not pinned here", id, mi.Name)
 	}
 	return nil
 }
@@ -523,7 +523,8 @@ func (k *Kernel) allMaps() []*ebpf.Map {
 	m := &k.maps
 	return []*ebpf.Map{m.ZoneByCgid, m.ZonePolicy, m.Egress4, m.Egress6, m.ZonePeers,
 		m.FileDeny, m.FileDenyNames, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners,
-		m.ZoneAddr, m.MemberAddr, m.ZonesInUse}
+		m.ZoneAddr, m.MemberAddr, m.ZonesInUse,
+		m.LearnActive, m.LearnMembers, m.LearnTasks, m.Learned, m.LearnSyscalls, m.LearnScratch}
 }
 
 // LSM reports which backend this handle was opened for.

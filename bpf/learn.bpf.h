@@ -69,12 +69,14 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } learn_syscalls SEC(".maps");
 
-/* A key is 264 bytes: built here, not on the 512-byte stack. */
+/* A key is 264 bytes: built here, not on the 512-byte stack. Pinned like
+ * every map, so that the pinned programs use only pinned maps. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct learn_key);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } learn_scratch SEC(".maps");
 
 static __always_inline bool learn_on(void)

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "facdf1c64f9612b6bfd08dcdcd622317843b623e00ae3c317193e8a05ac7dba3"
+const rauhaObjectSHA256 = "3c8b331c8962e1987b0b13d665a11f8dc6fe47d363db3499ecfb5ac30c2f3f38"

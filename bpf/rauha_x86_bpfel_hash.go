@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "c6cc34057260c01990d784b46eccbb191c62eb122351e1837a99ac45158df0e8"
+const rauhaObjectSHA256 = "4a0d5794a90ac978e90c65806031e60c36653bca73946037135c9644014bf765"
