@@ -90,7 +90,8 @@ func TestLSM(t *testing.T) {
 		"lsm/file_fcntl", "lsm/file_ioctl", "lsm/file_set_fowner", "lsm/file_free_security", "lsm/file_send_sigiotask",
 		"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl",
 		"lsm/inode_link", "lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir",
-		"lsm/unix_stream_connect", "lsm/unix_may_send"}
+		"lsm/unix_stream_connect", "lsm/unix_may_send",
+		"tp_btf/sched_process_exec", "tp_btf/sched_process_fork", "tp_btf/sched_process_exit", "tp_btf/signal_generate"}
 	for _, zone := range []uint32{zoneA, zoneB} {
 		id := strconv.FormatUint(cgids[zone], 10)
 		want = append(want, "cgroup_skb/egress cgroup="+id, "cgroup_skb/ingress cgroup="+id)
