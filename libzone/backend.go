@@ -418,7 +418,8 @@ func landlockRules(p *zone.Policy, cfg *configs.Config, lsm bool) landlock.Rules
 			// to one of them would grant the inode under every name.
 			r.Deny = append(slices.Clone(r.Deny), links...)
 		}
-		r.ScopeSignals = !lsm && !privateNamespace(cfg, configs.NEWPID)
+		// A learning zone records signals across zones instead.
+		r.ScopeSignals = !lsm && !privateNamespace(cfg, configs.NEWPID) && p.Zone.Mode != zone.ModeLearn
 		r.ScopeAbstractUnix = hasPathRules(r) && !privateNamespace(cfg, configs.NEWNET)
 	}
 	return r

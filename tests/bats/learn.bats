@@ -159,3 +159,19 @@ workload() {
 	assert_failure
 	assert_match "$output" "takes no --policy or --preset"
 }
+
+@test "zone learn: a signal to a task outside the zone is delivered and recorded (the target's zone, host)" {
+	local hp
+	hp=$(host_sleep)
+	rt zone learn lz
+	in_zone b lz
+	host_pid b
+	set_args b sh -c "kill -TERM $hp; echo rc=\$? >/tmp/done; exec /bin/sleep 600"
+	run_ct c1 b
+	wait_file "$(bundle_dir b)/rootfs/tmp/done"
+	assert_eq "$(cat "$(bundle_dir b)/rootfs/tmp/done")" rc=0
+	retry 50 0.1 eval '! kill -0 '"$hp"' 2>/dev/null' || fail "the host task was not signalled"
+	rrun observed lz
+	assert_match "$output" "signal host 1"
+	no_event lz 'true'
+}
