@@ -66,6 +66,10 @@ workload() {
 	rt start c1
 	wait_file "$(bundle_dir b)/rootfs/tmp/done"
 
+	rrun rt zone verify lz
+	assert_failure
+	assert_match "$output" "learning.*zone lz learns: it denies nothing"
+
 	# Nothing denied: strict allows no write under /var and no egress.
 	assert_eq "$(cat "$(bundle_dir b)/rootfs/var/learned")" var
 	retry 50 0.1 grep -qx hi "$BATS_TEST_TMPDIR/got" || fail "the listener got: $(cat "$BATS_TEST_TMPDIR/got"); the workload said: $(cat "$BATS_TEST_TMPDIR/c1.err")"
