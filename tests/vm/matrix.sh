@@ -870,13 +870,13 @@ check_x_learn() {
 	bundle lrn lrn "" hostnet
 	r rt run -d --bundle "$W/b/lrn" lrn
 	[ $rc = 0 ] || fail "rauha run -d lrn: $err" || return 1
-	expect_ok rt exec lrn sh -c "cat /etc/hostname >/dev/null; echo x >/tmp/x; cat /tmp/x; nc -w1 127.0.0.1 $OK_PORT </dev/null; nc -l -p 80 & p=\$!; sleep 0.3; kill \$p" || return 1
+	expect_ok rt exec lrn sh -c "cat /bin/busybox >/dev/null; echo x >/tmp/x; cat /tmp/x; nc -w1 127.0.0.1 $OK_PORT </dev/null; nc -l -p 80 & p=\$!; sleep 0.3; kill \$p" || return 1
 	[ "$out" = x ] || fail "the workload was stopped: $out" || return 1
 	expect_ok rt zone learn lrn --show || return 1
 	o=$out
 	note "$o"
 	printf '%s\n' "$o" | grep -Eq "^exec +/bin/sh +1 " || fail "no exec of /bin/sh" || return 1
-	printf '%s\n' "$o" | grep -Eq "^read +/etc/hostname +1 " || fail "no read of /etc/hostname" || return 1
+	printf '%s\n' "$o" | grep -Eq "^read +/bin/busybox +1 " || fail "no read of /bin/busybox" || return 1
 	printf '%s\n' "$o" | grep -Eq "^write +/tmp/x +1 " || fail "no write of /tmp/x" || return 1
 	printf '%s\n' "$o" | grep -Eq "^read +/tmp/x +1 " || fail "no read of /tmp/x" || return 1
 	printf '%s\n' "$o" | grep -Eq "^egress +tcp 127.0.0.1:$OK_PORT +1 " || fail "no egress to 127.0.0.1:$OK_PORT" || return 1
