@@ -58,8 +58,9 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(att, []string{"tp_btf/sys_exit"}) {
-		t.Errorf("Attached() = %q, want only the observer", att)
+	want := []string{"tp_btf/sys_exit", "tp_btf/sched_process_exec", "tp_btf/sched_process_fork", "tp_btf/sched_process_exit", "tp_btf/signal_generate"}
+	if !slices.Equal(att, want) {
+		t.Errorf("Attached() = %q, want only the observer and the learning tracepoints %q", att, want)
 	}
 
 	if _, err := Open(pinDir, "", true); err == nil || !strings.Contains(err.Error(), "fallback backend") {

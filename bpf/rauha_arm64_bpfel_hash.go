@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "c8a42357b9aa3b203182db51bff719190b98cbcc673336384ea4e81871cec1de"
+const rauhaObjectSHA256 = "d632fa392064622a27f93d9bbb194a7d41e2dd6f590fd3daa0fc15f8c18fef1a"

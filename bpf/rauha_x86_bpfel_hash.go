@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "5603e1c66e5b6b438c9f07114548030b51aa1e38bd071aae89c7268448cf291c"
+const rauhaObjectSHA256 = "22ce2c432b0f23d058eafef995f2192b1d95c02be6712526469260264515fb07"

@@ -64,6 +64,9 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 	defer enf.Close()
 	r := &zone.IsolationReport{Zone: z.Name, Container: container, Model: zone.ModelSyscallPolicy, Backend: enf.Backend()}
 	r.Add("zone recorded", true, "zone %s (kernel id %d, policy %s, generation %d)", z.Name, z.ID, z.PolicySource, z.Generation)
+	if z.Learning != nil {
+		r.Add("learning", false, "zone %s learns: it denies nothing of what it records; 'rauha zone update %s --policy FILE' ends learning", z.Name, z.Name)
+	}
 	if un := enf.Unavailable(&z.Policy, nil); len(un) > 0 {
 		r.Add("controls available", false, "not enforceable on this kernel with %s: %s", enf.Backend(), strings.Join(un, ", "))
 	} else {
