@@ -270,7 +270,7 @@ func TestSimulateMirrorsEnforcement(t *testing.T) {
 		{ob(ObserveRead, "/usr/bin/wget"), false, ""},
 		{ob(ObserveWrite, "/tmp/keep/x"), false, "filesystem.read_only"}, // even below a writable path
 		{ob(ObserveWrite, "/tmp/x"), false, ""},
-		{ob(ObserveWrite, "/tmpx"), false, "filesystem.writable_paths"}, // a tree, not a prefix
+		{ob(ObserveWrite, "/tmpx"), false, "filesystem.writable_paths"},     // a tree, not a prefix
 		{ob(ObserveExec, "/tmp/a.out"), false, "filesystem.writable_paths"}, // noexec with exec rules
 		{ob(ObserveEgress, "tcp 10.2.3.4:443"), false, ""},
 		{ob(ObserveEgress, "tcp 10.2.3.4:80"), false, "network.allowed_egress"},
@@ -280,7 +280,7 @@ func TestSimulateMirrorsEnforcement(t *testing.T) {
 		{ob(ObserveEgress, "udp [2001:db8::1]:53"), false, ""},
 		{ob(ObserveEgress, "udp [2001:db9::1]:53"), false, "network.allowed_egress"},
 		{ob(ObservePeerZone, "db"), false, "network.allowed_egress"}, // no allowed_zones: by address
-		{ob(ObserveSignal, "db"), true, "signals"}, // Landlock makes no exception
+		{ob(ObserveSignal, "db"), true, "signals"},                   // Landlock makes no exception
 		{ob(ObserveSignal, "web"), true, ""},
 	}
 	for _, c := range cases {
