@@ -512,7 +512,7 @@ func printVerdicts(vs []zone.Verdict, r *libzone.Recording) error {
 		fmt.Fprintf(&b, "%s:\n", rule)
 		for _, v := range byRule[rule] {
 			o := v.Observation
-			fmt.Fprintf(&b, "  %s %s %q: %s (by %s, %d times)\n", strings.ToUpper(v.Decision), o.Kind, o.Object, v.Reason, o.Comm, o.Count)
+			fmt.Fprintf(&b, "  %s %s %q: %s (%s)\n", strings.ToUpper(v.Decision), o.Kind, o.Object, v.Reason, o.Describe())
 		}
 	}
 	fmt.Fprintf(&b, "%d of %d recorded operations (%s of zone %s, %s) would be denied or audited\n",

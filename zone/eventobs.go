@@ -16,7 +16,8 @@ import (
 //   - a file event does not say whether the open was for reading or for
 //     writing: a path (or a metadata change of it) becomes a write, the
 //     stricter of the two, so that a replay never misses a denial;
-//   - a connect event does not name the protocol: "ip ADDR:PORT";
+//   - a connect event does not name the protocol: "ip ADDR:PORT", unless
+//     the packets it sent were recorded too (audit mode), which do;
 //   - a packet to (or from) another zone's member becomes a peer_zone
 //     observation of that zone;
 //   - bpf(2) refused to a member without CAP_BPF or CAP_SYS_ADMIN becomes
@@ -40,6 +41,39 @@ func EventObservations(evs []Event) []Observation {
 		}
 		at[k] = len(out)
 		out = append(out, o)
+	}
+	return mergeConnects(out)
+}
+
+// mergeConnects folds the connect or send of a destination ("ip ADDR:PORT")
+// into the packets it sent there ("tcp ADDR:PORT"), which name the
+// protocol: one operation, recorded twice in audit mode.
+func mergeConnects(obs []Observation) []Observation {
+	byDst := map[string]int{}
+	for i, o := range obs {
+		if proto, dst, _ := strings.Cut(o.Object, " "); o.Kind == ObserveEgress && proto != "ip" {
+			if _, seen := byDst[dst]; !seen {
+				byDst[dst] = i
+			}
+		}
+	}
+	drop := map[int]bool{}
+	for i, o := range obs {
+		dst, ok := strings.CutPrefix(o.Object, "ip ")
+		if j, seen := byDst[dst]; ok && o.Kind == ObserveEgress && seen {
+			m := obs[j].merge(o)
+			if m.Comm == "" {
+				m.Comm, m.Container = o.Comm, o.Container
+			}
+			obs[j] = m
+			drop[i] = true
+		}
+	}
+	out := obs[:0]
+	for i, o := range obs {
+		if !drop[i] {
+			out = append(out, o)
+		}
 	}
 	return out
 }

@@ -263,7 +263,7 @@ func (s simulator) egress(d EgressObject) *Verdict {
 			return nil
 		}
 	}
-	return s.verdict("network.allowed_egress", "", "%s is not in allowed_egress", d.Rule())
+	return s.verdict("network.allowed_egress", "", "%s is not in allowed_egress", egressEntry(d.Rule()))
 }
 
 func (s simulator) peer(z string) *Verdict {

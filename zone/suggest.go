@@ -112,7 +112,7 @@ func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion,
 		return nil, fmt.Errorf("suggest: %w", err)
 	}
 	for _, v := range left {
-		out.Unresolved = append(out.Unresolved, fmt.Sprintf("%s %s: %s (%s)", v.Observation.Kind, v.Observation.Object, v.Reason, describe(v.Observation)))
+		out.Unresolved = append(out.Unresolved, fmt.Sprintf("%s %s: %s (%s)", v.Observation.Kind, v.Observation.Object, v.Reason, v.Observation.Describe()))
 	}
 	if err := out.Policy.Validate(); err != nil {
 		return nil, fmt.Errorf("suggest: the suggested policy does not validate: %w", err)
@@ -145,9 +145,9 @@ func (sg *suggester) rules() []SuggestedRule {
 	return out
 }
 
-// describe is what needed a rule, for its comment: "by cat in container
-// c1, first 2026-01-02T15:04:05Z, 3 times".
-func describe(o Observation) string {
+// Describe says who did it, when first and how often: "by cat in
+// container c1, first 2026-01-02T15:04:05Z, 3 times".
+func (o Observation) Describe() string {
 	var b strings.Builder
 	if o.Comm != "" {
 		fmt.Fprintf(&b, "by %s", o.Comm)
@@ -181,7 +181,7 @@ func group(obs []Observation, what string) string {
 			first = o
 		}
 	}
-	return fmt.Sprintf("%d %s under it; first %s %s, %d %s in all", len(obs), what, first.Object, describe(Observation{Comm: first.Comm, Container: first.Container, First: first.First, Count: first.Count}), total, plural(total, "time", "times"))
+	return fmt.Sprintf("%d %s under it; first %s %s, %d %s in all", len(obs), what, first.Object, Observation{Comm: first.Comm, Container: first.Container, First: first.First, Count: first.Count}.Describe(), total, plural(total, "time", "times"))
 }
 
 // removeCovering drops every entry of *list that path is under, noting
@@ -191,7 +191,7 @@ func (sg *suggester) removeCovering(key string, list *[]string, o Observation) {
 		if !under(o.Object, e) {
 			return false
 		}
-		sg.note(key, "-"+e, fmt.Sprintf("%s %s %s", verbOf(o.Kind), o.Object, describe(o)))
+		sg.note(key, "-"+e, fmt.Sprintf("%s %s %s", verbOf(o.Kind), o.Object, o.Describe()))
 		return true
 	})
 }
@@ -241,7 +241,7 @@ func (sg *suggester) execs(obs, writes []Observation) {
 	for _, o := range outside {
 		if _, ok := covering(sg.p.Exec.Allow, o.Object); !ok {
 			sg.p.Exec.Allow = append(sg.p.Exec.Allow, o.Object)
-			sg.note("exec.allow", o.Object, "executed "+describe(o))
+			sg.note("exec.allow", o.Object, "executed "+o.Describe())
 		}
 	}
 }
@@ -316,7 +316,7 @@ func (sg *suggester) writes(obs, execs []Observation) {
 	for _, o := range outside {
 		if _, ok := covering(*fs.WritablePaths, o.Object); !ok {
 			*fs.WritablePaths = append(*fs.WritablePaths, o.Object)
-			sg.note("filesystem.writable_paths", o.Object, "written "+describe(o))
+			sg.note("filesystem.writable_paths", o.Object, "written "+o.Describe())
 		}
 	}
 }
@@ -398,7 +398,7 @@ func (sg *suggester) egress(obs []Observation) {
 		}
 		e := egressEntry(dsts[i].Rule())
 		*n.AllowedEgress = append(*n.AllowedEgress, e)
-		sg.note("network.allowed_egress", e, fmt.Sprintf("%s %s", o.Object, describe(o)))
+		sg.note("network.allowed_egress", e, fmt.Sprintf("%s %s", o.Object, o.Describe()))
 	}
 }
 
@@ -417,7 +417,7 @@ func (sg *suggester) peers(obs []Observation, self string) {
 		}
 		if !slices.Contains(*n.AllowedZones, o.Object) {
 			*n.AllowedZones = append(*n.AllowedZones, o.Object)
-			sg.note("network.allowed_zones", o.Object, "packets to its members "+describe(o))
+			sg.note("network.allowed_zones", o.Object, "packets to its members "+o.Describe())
 		}
 	}
 }
@@ -433,7 +433,7 @@ func (sg *suggester) capabilities(obs []Observation) {
 			continue
 		}
 		*a = append(*a, strings.TrimPrefix(name, "CAP_"))
-		sg.note("capabilities.allowed", strings.TrimPrefix(name, "CAP_"), "exercised "+describe(o))
+		sg.note("capabilities.allowed", strings.TrimPrefix(name, "CAP_"), "exercised "+o.Describe())
 	}
 }
 
@@ -443,7 +443,7 @@ func (sg *suggester) syscalls(obs []Observation) {
 			if s != o.Object {
 				return false
 			}
-			sg.note("syscalls.deny", "-"+s, "called "+describe(o))
+			sg.note("syscalls.deny", "-"+s, "called "+o.Describe())
 			return true
 		})
 	}

@@ -347,6 +347,8 @@ func TestEventObservations(t *testing.T) {
 		{Time: ts0, Control: "egress", Decision: DecisionAudit, Object: "10.0.0.1:80"},
 		{Time: ts0, Control: "egress", Decision: DecisionDeny, Object: "packet 10.0.0.2 icmp (operation not permitted)"},
 		{Time: ts0, Control: "egress", Decision: DecisionDeny, Object: "packet [fd00::1]:53 udp"},
+		{Time: ts0, Control: "egress", Decision: DecisionAudit, Object: "10.0.0.4:80", Comm: "curl"},
+		{Time: ts0.Add(time.Second), Control: "egress", Decision: DecisionAudit, Object: "packet 10.0.0.4:80 tcp"}, // the connect's packets
 		{Time: ts0, Control: "egress", Decision: DecisionDeny, Object: "10.0.0.3:5432", TargetZone: "db"},
 		{Time: ts0, Control: "ingress", Decision: DecisionDeny, Object: "packet from 10.0.0.1:40000 tcp"},
 		{Time: ts0, Control: "capability", Decision: DecisionDeny, Object: "bpf(2) command 0 without CAP_BPF or CAP_SYS_ADMIN"},
@@ -358,7 +360,7 @@ func TestEventObservations(t *testing.T) {
 	got := EventObservations(evs)
 	want := []string{
 		"write /var/log/x", "write /etc/passwd", "exec /tmp/lib.so", "egress ip 10.0.0.1:80", "egress icmp 10.0.0.2",
-		"egress udp [fd00::1]:53", "peer_zone db", "capability CAP_BPF", "capability CAP_SYS_ADMIN", "signal host",
+		"egress udp [fd00::1]:53", "egress tcp 10.0.0.4:80", "peer_zone db", "capability CAP_BPF", "capability CAP_SYS_ADMIN", "signal host",
 	}
 	var names []string
 	for _, o := range got {
@@ -369,6 +371,9 @@ func TestEventObservations(t *testing.T) {
 	}
 	if got[0].Count != 2 || !got[0].Last.Equal(ts0.Add(time.Second)) || got[0].Comm != "sh" {
 		t.Errorf("aggregated %+v", got[0])
+	}
+	if o := got[6]; o.Count != 2 || o.Comm != "curl" || !o.First.Equal(ts0) {
+		t.Errorf("a connect and its packet: %+v", o)
 	}
 	if _, err := Simulate(strict(t), got, SimulateContext{}); err != nil {
 		t.Errorf("converted observations do not simulate: %v", err)
