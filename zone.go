@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/urfave/cli/v2"
@@ -426,7 +427,8 @@ var zoneSimulateCommand = &cli.Command{
 	Name:  "simulate",
 	Usage: "replay what a zone recorded against a candidate policy and print what it would deny, changing nothing; exit 1 if anything would be denied",
 	Description: `The recording is the zone's observations when it learned, otherwise its deny and
-audit events. Exit status: 0 nothing would be denied, 1 something would, 2 error.`,
+audit events. Exit status: 0 nothing would be denied, 1 something would, 2 error
+(also when nothing would be denied but some recorded operations could not be judged).`,
 	ArgsUsage: "<zone> --policy FILE",
 	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
@@ -463,7 +465,7 @@ func zoneSimulate(c *cli.Context) error {
 		return err
 	}
 	name := c.Args().First()
-	vs, r, err := e.Simulate(name, p)
+	vs, r, unjudged, err := e.Simulate(name, p)
 	if err != nil {
 		return err
 	}
@@ -484,15 +486,23 @@ func zoneSimulate(c *cli.Context) error {
 			Count    int            `json:"observations"`
 			Denied   int            `json:"denied"`
 			Verdicts []zone.Verdict `json:"verdicts"`
-		}{name, r.Source, r.Backend, len(r.Observations), denied, vs}, "  ")
+			Unjudged []string       `json:"unjudged,omitempty"`
+		}{name, r.Source, r.Backend, len(r.Observations), denied, vs, errorLines(unjudged)}, "  ")
 	} else {
 		err = printVerdicts(vs, r)
 	}
 	if err != nil {
 		return err
 	}
-	if denied > 0 {
+	switch {
+	case denied > 0:
+		if unjudged != nil {
+			logrus.Warnf("zone %s: not judged: %v", name, unjudged)
+		}
 		return &exitError{status: 1}
+	case unjudged != nil:
+		// Nothing denied, but not everything could be judged: no "0".
+		return fmt.Errorf("zone %s: recorded operations that cannot be judged: %w", name, unjudged)
 	}
 	return nil
 }
@@ -519,4 +529,12 @@ func printVerdicts(vs []zone.Verdict, r *libzone.Recording) error {
 		len(vs), len(r.Observations), recordingSource(r), r.Zone.Name, r.Backend)
 	_, err := os.Stdout.WriteString(b.String())
 	return err
+}
+
+// errorLines are the lines of err's message, nil for nil.
+func errorLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return strings.Split(err.Error(), "\n")
 }

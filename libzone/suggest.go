@@ -106,15 +106,13 @@ func (e *Engine) Suggest(name string, base *zone.Policy) (*zone.Suggestion, *Rec
 }
 
 // Simulate replays zone name's recording against a candidate policy and
-// returns what it would deny or audit; nothing changes.
-func (e *Engine) Simulate(name string, candidate *zone.Policy) ([]zone.Verdict, *Recording, error) {
-	r, err := e.Recording(name)
-	if err != nil {
-		return nil, nil, err
+// returns what it would deny or audit; nothing changes. unjudged names the
+// observations that could not be judged (malformed), which the verdicts
+// leave out.
+func (e *Engine) Simulate(name string, candidate *zone.Policy) (vs []zone.Verdict, r *Recording, unjudged, err error) {
+	if r, err = e.Recording(name); err != nil {
+		return nil, nil, nil, err
 	}
-	vs, err := zone.Simulate(candidate, r.Observations, e.simulateContext(r))
-	if err != nil {
-		return nil, nil, fmt.Errorf("zone %s: recording: %w", name, err)
-	}
-	return vs, r, nil
+	vs, unjudged = zone.Simulate(candidate, r.Observations, e.simulateContext(r))
+	return vs, r, unjudged, nil
 }

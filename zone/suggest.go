@@ -79,17 +79,23 @@ type SuggestedRule struct {
 //     network.allowed_zones; observed syscalls are removed from
 //     syscalls.deny.
 //
-// Signals and ptrace into other zones, and whatever the suggested policy
-// still would not allow (checked with Simulate), are listed as Unresolved.
+// Signals and ptrace into other zones, whatever the suggested policy still
+// would not allow (checked with Simulate), and observations no policy entry
+// can name (a relative path, an unknown capability) are listed as
+// Unresolved.
 func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion, error) {
 	sg := &suggester{p: base.Clone(), base: base, reasons: map[[2]string]string{}}
 	byKind := map[string][]Observation{}
+	var malformed []string
 	for _, o := range obs {
+		if _, err := Simulate(base, []Observation{o}, ctx); err != nil {
+			malformed = append(malformed, fmt.Sprintf("%v: no policy entry can name it", err))
+			continue
+		}
 		byKind[o.Kind] = append(byKind[o.Kind], o)
 	}
-	if _, err := Simulate(base, obs, ctx); err != nil {
-		return nil, fmt.Errorf("suggest: %w", err)
-	}
+	obs = slices.Concat(byKind[ObserveRead], byKind[ObserveExec], byKind[ObserveWrite], byKind[ObserveEgress], byKind[ObservePeerZone],
+		byKind[ObserveCapability], byKind[ObserveSyscall], byKind[ObserveSignal], byKind[ObservePtrace])
 	sg.reads(byKind[ObserveRead])
 	sg.execs(byKind[ObserveExec], byKind[ObserveWrite])
 	sg.writes(byKind[ObserveWrite], byKind[ObserveExec])
@@ -106,7 +112,7 @@ func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion,
 	for _, l := range sg.p.plainLists() {
 		*l = sortedSet(*l)
 	}
-	out := &Suggestion{Policy: sg.p, Rules: sg.rules()}
+	out := &Suggestion{Policy: sg.p, Rules: sg.rules(), Unresolved: malformed}
 	left, err := Simulate(sg.p, obs, ctx)
 	if err != nil {
 		return nil, fmt.Errorf("suggest: %w", err)

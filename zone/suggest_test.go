@@ -379,3 +379,21 @@ func TestEventObservations(t *testing.T) {
 		t.Errorf("converted observations do not simulate: %v", err)
 	}
 }
+
+func TestSuggestListsMalformedAsUnresolved(t *testing.T) {
+	obs := []Observation{ob(ObserveWrite, "rel/x"), ob(ObserveWrite, "/var/x")}
+	s, err := Suggest(strict(t), obs, SimulateContext{Zone: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `observation write "rel/x": path "rel/x" must be absolute (paths are inside the container): no policy entry can name it`; !slices.Equal(s.Unresolved, []string{want}) {
+		t.Errorf("unresolved %q, want [%q]", s.Unresolved, want)
+	}
+	if !slices.Contains(*s.Policy.Filesystem.WritablePaths, "/var/x") {
+		t.Errorf("the well-formed write was not allowed: %q", *s.Policy.Filesystem.WritablePaths)
+	}
+	vs, err := Simulate(s.Policy, obs, SimulateContext{Zone: "web"})
+	if len(vs) != 0 || err == nil {
+		t.Errorf("simulate: %+v, %v; want no verdict and an error naming rel/x", vs, err)
+	}
+}
