@@ -26,6 +26,7 @@ var zoneCommand = &cli.Command{
 	Subcommands: []*cli.Command{
 		zoneCreateCommand,
 		zoneUpdateCommand,
+		zoneLearnCommand,
 		zoneDeleteCommand,
 		zoneListCommand,
 		zoneInspectCommand,
@@ -157,6 +158,82 @@ func zonePolicyAction(required bool, apply func(e *libzone.Engine, name string, 
 		}
 		return apply(e, c.Args().First(), p, src)
 	}
+}
+
+var zoneLearnCommand = &cli.Command{
+	Name:  "learn",
+	Usage: "make a zone learn: deny nothing, record what its workloads do (--show prints the recording)",
+	Description: `Without --show, the zone (created if it does not exist) learns from the
+base policy given (default: the strict preset): its members' workloads are
+not denied what the recording covers, and every file they execute, open,
+create or change, every destination they send to, every other zone they
+reach, every capability they use (bpf-lsm), every signal or ptrace across
+zones and every call of a syscall the base policy denies is recorded, from
+each workload's first instruction on. Start learning before the workload's
+containers are created. 'rauha zone update NAME --policy FILE' ends it.
+
+With --show, prints the recording: kind, object, count, first and last time,
+the program and container that did it first.`,
+	ArgsUsage: "<zone>",
+	Flags: append([]cli.Flag{
+		&cli.BoolFlag{Name: "show", Usage: "print what the zone has recorded"},
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "with --show: table or json"},
+	}, policyFlags...),
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		name := c.Args().First()
+		if c.Bool("show") {
+			if c.IsSet("policy") || c.IsSet("preset") {
+				return errors.New("--show prints the recording: it takes no --policy or --preset")
+			}
+			return showObservations(c, name)
+		}
+		if c.IsSet("format") {
+			return errors.New("--format goes with --show")
+		}
+		if !c.IsSet("policy") && !c.IsSet("preset") {
+			if err := c.Set("preset", zone.PresetStrict); err != nil {
+				return err
+			}
+		}
+		p, src, err := policyFlag(c, true)
+		if err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		_, err = e.LearnZone(name, p, src)
+		return err
+	},
+}
+
+func showObservations(c *cli.Context, name string) error {
+	format := c.String("format")
+	if format != "table" && format != "json" {
+		return fmt.Errorf("invalid --format %q: use table or json", format)
+	}
+	e, err := newEngine(c)
+	if err != nil {
+		return err
+	}
+	obs, err := e.Observations(name)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return printJSON(obs, "  ")
+	}
+	return printTable(8, func(w io.Writer) {
+		fmt.Fprint(w, "KIND\tOBJECT\tCOUNT\tFIRST\tLAST\tCOMM\tCONTAINER\n")
+		for _, o := range obs {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Kind, o.Object, o.Count,
+				o.First.Format(time.RFC3339), o.Last.Format(time.RFC3339), o.Comm, o.Container)
+		}
+	})
 }
 
 var zoneDeleteCommand = &cli.Command{

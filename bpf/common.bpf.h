@@ -145,6 +145,7 @@ struct {
  * No program uses them; the loader drops the .bss they land in. */
 const struct event *unused_event __attribute__((unused));
 const struct enums *unused_enums __attribute__((unused));
+const struct learn_addr *unused_learn_addr __attribute__((unused));
 
 static __always_inline __u32 lookup_zone(__u64 cgid)
 {
@@ -339,6 +340,8 @@ static __always_inline bool own_loopback(__u64 member, __u64 netns_cookie, bool 
 	return own && *own == netns_cookie;
 }
 
+#include "learn.bpf.h"
+
 static __always_inline bool egress4_allowed(__u32 zone, __u32 addr_be, __u16 port)
 {
 	struct egress4_key k = { .prefixlen = 64 + 32, .zone = zone, .port = port };
@@ -417,9 +420,12 @@ static __always_inline bool zones_used(void)
  * and the LSM hooks. IPv4-mapped IPv6 destinations are IPv4 traffic and are
  * checked against the IPv4 list, so an IPv6 rule cannot widen IPv4.
  * Returns 0 or the negative error; fills *ep when it denied (or audited).
+ * proto is the socket's IP protocol, 0 where the caller cannot tell (a
+ * learning zone records only what has one).
  */
 static __always_inline int egress_check(__u32 zone, __u64 member, __u8 family, const __u32 addr[4],
-					__u16 port, __u64 netns_cookie, __u16 hook, struct event **ep)
+					__u16 port, __u64 netns_cookie, __u8 proto, __u16 hook,
+					struct event **ep)
 {
 	struct counters *c = counters_of(zone);
 	struct policy p;
@@ -427,6 +433,10 @@ static __always_inline int egress_check(__u32 zone, __u64 member, __u8 family, c
 	*ep = NULL;
 	count_check(c, CONTROL_EGRESS);
 	load_policy(zone, &p);
+	if (p.flags & POLICY_LEARN) {
+		learn_egress(zone, member, family, addr, port, netns_cookie, proto, addr_zone(family, addr));
+		return 0;
+	}
 	if (!(p.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED)))
 		return 0;
 

@@ -29,7 +29,8 @@ static __always_inline int sock_addr4(struct bpf_sock_addr *ctx, __u16 hook)
 	struct event *e;
 	__u64 member;
 	__u32 zone = current_member(&member);
-	int ret = egress_check(zone, member, AF_INET, addr, port, bpf_get_netns_cookie(ctx), hook, &e);
+	int ret = egress_check(zone, member, AF_INET, addr, port, bpf_get_netns_cookie(ctx),
+			       ctx->protocol, hook, &e);
 
 	if (e)
 		bpf_ringbuf_submit(e, 0);
@@ -43,7 +44,8 @@ static __always_inline int sock_addr6(struct bpf_sock_addr *ctx, __u16 hook)
 	struct event *e;
 	__u64 member;
 	__u32 zone = current_member(&member);
-	int ret = egress_check(zone, member, AF_INET6, addr, port, bpf_get_netns_cookie(ctx), hook, &e);
+	int ret = egress_check(zone, member, AF_INET6, addr, port, bpf_get_netns_cookie(ctx),
+			       ctx->protocol, hook, &e);
 
 	if (e)
 		bpf_ringbuf_submit(e, 0);

@@ -172,6 +172,11 @@ int BPF_PROG(zone_ptrace, struct task_struct *child, unsigned int mode, int ret)
 	__u32 zone = current_zone();
 	if (!zone)
 		return 0;
+	if (learning_zone() == zone) {
+		__u32 target = task_zone(child);
+		if (target != zone)
+			learn_u32(zone, LEARN_PTRACE, target);
+	}
 	return cross_zone(zone, child, PEER_PTRACE, POLICY_DENY_PTRACE, CONTROL_PTRACE,
 			  HOOK_LSM_PTRACE, mode);
 }
@@ -234,7 +239,7 @@ static __always_inline int sockaddr_egress(__u32 zone, __u64 member, struct sock
 
 	struct event *e;
 	int ret = egress_check(zone, member, family, addr, bpf_ntohs(port_be), sock_netns_cookie(sock),
-			       hook, &e);
+			       BPF_CORE_READ(sock, sk, sk_protocol), hook, &e);
 	if (e)
 		bpf_ringbuf_submit(e, 0);
 	return ret;
@@ -294,6 +299,10 @@ int BPF_PROG(zone_capable, const struct cred *cred, struct user_namespace *ns, i
 	__u32 zone = current_zone();
 	if (!zone || cap < 0 || cap > 63)
 		return 0;
+	/* A learning zone records every capability its armed processes were
+	 * granted, in any user namespace (NOAUDIT probes aside). */
+	if (!(opts & CAP_OPT_NOAUDIT) && learning_zone() == zone)
+		learn_u32(zone, LEARN_CAPABILITY, cap);
 
 	/* Only capabilities in a user namespace below the initial one. In the
 	 * initial one a zone task holds no more than the container's OCI sets

@@ -121,6 +121,9 @@ func (k *Kernel) RemoveMember(cgroupDir string, cgid uint64) error {
 	if err := k.maps.MemberNetns.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("forget the network namespace of cgroup %d: %w", cgid, err)
 	}
+	if err := k.maps.LearnMembers.Delete(cgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("forget the learning member %d: %w", cgid, err)
+	}
 	// An address a member sharing the namespace still holds stays.
 	if err := k.removeMemberAddrs(cgid); err != nil {
 		return err

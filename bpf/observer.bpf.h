@@ -67,6 +67,22 @@
 #define NR_fchmodat2 452
 #define NR_setxattrat 463
 
+/* Names a learning zone records as written (learn_sys_exit). */
+#define NR_rename 82
+#define NR_mkdir 83
+#define NR_rmdir 84
+#define NR_creat 85
+#define NR_unlink 87
+#define NR_symlink 88
+#define NR_truncate 76
+#define NR_mknod 133
+#define NR_mknodat 259
+#define NR_mkdirat 258
+#define NR_unlinkat 263
+#define NR_renameat 264
+#define NR_symlinkat 266
+#define NR_renameat2 316
+
 #define TS_COMPAT 0x0002
 #define PROT_EXEC 0x4
 
@@ -92,6 +108,11 @@ static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3
 static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
 {
 	return BPF_CORE_READ(regs, r8);
+}
+
+static __always_inline unsigned long syscall_arg4(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, r10);
 }
 
 #elif defined(__TARGET_ARCH_arm64)
@@ -127,6 +148,13 @@ static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
 #define NR_open_by_handle_at 265
 #define NR_fchmodat2 452
 #define NR_setxattrat 463
+#define NR_mknodat 33
+#define NR_mkdirat 34
+#define NR_unlinkat 35
+#define NR_symlinkat 36
+#define NR_renameat 38
+#define NR_truncate 45
+#define NR_renameat2 276
 
 /* headers/vmlinux.h is x86's: the arm64 pt_regs fields are declared here and
  * CO-RE relocates them against the running kernel's struct pt_regs (the
@@ -163,6 +191,11 @@ static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3
 static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
 {
 	return BPF_CORE_READ((struct pt_regs___rauha *)regs, regs[4]);
+}
+
+static __always_inline unsigned long syscall_arg4(struct pt_regs *regs)
+{
+	return BPF_CORE_READ((struct pt_regs___rauha *)regs, regs[3]);
 }
 
 #else
@@ -274,9 +307,100 @@ static __always_inline void fd_name(struct task_struct *task, int fd, char *buf)
 	bpf_probe_read_kernel_str(buf, PATH_LEN, name);
 }
 
+#define O_ACCMODE 03
+#define O_CREAT 0100
+#define O_TRUNC 01000
+#define O_PATH 010000000
+
+/* learn_open records a path opened, as read or write by its flags. */
+static __always_inline void learn_open(__u32 zone, const void *path, __u64 flags)
+{
+	if (flags & O_PATH)
+		return; /* a handle for *at calls: what they do is recorded itself */
+	bool write = (flags & O_ACCMODE) || (flags & (O_CREAT | O_TRUNC));
+	learn_user_path(zone, write ? LEARN_WRITE : LEARN_READ, (const void *)path);
+}
+
+/*
+ * learn_sys_exit records what a syscall of an armed process of a learning
+ * zone did: the syscalls its base policy denies (whatever they returned),
+ * and the files it opened or whose names or metadata it changed (when the
+ * syscall succeeded). Paths are recorded as the process passed them.
+ */
+static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
+{
+	__u32 zone = learning_zone();
+	if (!zone || compat_syscall(regs))
+		return;
+	long nr = syscall_nr(regs);
+	if (nr >= 0 && nr < LEARN_SYSCALL_WORDS * 64) {
+		struct learn_syscall_set *ls = bpf_map_lookup_elem(&learn_syscalls, &zone);
+		if (ls && (ls->bits[(nr / 64) & (LEARN_SYSCALL_WORDS - 1)] >> (nr % 64)) & 1)
+			learn_u32(zone, LEARN_SYSCALL, nr);
+	}
+	if (ret < 0)
+		return;
+	unsigned long a[3];
+	syscall_args(regs, a);
+	switch (metadata_syscall(nr)) {
+	case 1:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+		return;
+	case 2:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
+		return;
+	}
+	switch (nr) {
+#ifdef NR_open
+	case NR_open:
+		learn_open(zone, (void *)a[0], a[1]);
+		break;
+	case NR_creat:
+	case NR_mkdir:
+	case NR_rmdir:
+	case NR_unlink:
+	case NR_mknod:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+		break;
+	case NR_rename:
+	case NR_symlink:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
+		if (nr == NR_rename)
+			learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+		break;
+#endif
+	case NR_truncate:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+		break;
+	case NR_openat:
+		learn_open(zone, (void *)a[1], a[2]);
+		break;
+	case NR_openat2: {
+		__u64 flags = 0; /* struct open_how starts with the flags */
+		bpf_probe_read_user(&flags, sizeof(flags), (void *)a[2]);
+		learn_open(zone, (void *)a[1], flags);
+		break;
+	}
+	case NR_mkdirat:
+	case NR_mknodat:
+	case NR_unlinkat:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
+		break;
+	case NR_symlinkat:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[2]);
+		break;
+	case NR_renameat:
+	case NR_renameat2:
+		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
+		learn_user_path(zone, LEARN_WRITE, (void *)syscall_arg4(regs));
+		break;
+	}
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 {
+	learn_sys_exit(regs, ret);
 	if (ret != -EACCES && ret != -EPERM && ret != -EROFS)
 		return 0;
 
@@ -383,6 +507,157 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	}
 	}
 	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+#define LEARN_PATH_DEPTH 16
+#define LEARN_NAME_MAX 64
+
+/*
+ * learn_file_path writes the path of file as the current task sees it (from
+ * its root) into out (LEARN_OBJECT_LEN bytes, zeroed): what d_path does,
+ * which tracepoints may not call. Only within the mount of the task's root
+ * (a file on another mount: false), at most LEARN_PATH_DEPTH components of
+ * at most LEARN_NAME_MAX - 1 bytes (a longer path: false).
+ */
+static __noinline bool learn_file_path(struct file *file, char *out)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dentry *root = BPF_CORE_READ(task, fs, root.dentry);
+	struct vfsmount *rootmnt = BPF_CORE_READ(task, fs, root.mnt);
+	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+	struct dentry *parts[LEARN_PATH_DEPTH] = {};
+	int n = 0;
+
+	if (!out || BPF_CORE_READ(file, f_path.mnt) != rootmnt)
+		return false;
+	for (int i = 0; i < LEARN_PATH_DEPTH; i++) {
+		if (d == root)
+			break;
+		parts[i] = d;
+		n = i + 1;
+		d = BPF_CORE_READ(d, d_parent);
+	}
+	if (n == 0 || d != root)
+		return false;
+	__u32 off = 0;
+	for (int i = LEARN_PATH_DEPTH - 1; i >= 0; i--) {
+		if (i >= n)
+			continue;
+		if (off > LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)
+			return false;
+		out[off & (LEARN_OBJECT_LEN - 1)] = '/';
+		off++;
+		const unsigned char *name = BPF_CORE_READ(parts[i], d_name.name);
+		long r = bpf_probe_read_kernel_str(out + (off & (LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)), LEARN_NAME_MAX, name);
+		if (r <= 1)
+			return false;
+		off += r - 1;
+	}
+	return true;
+}
+
+/* The exec'd file's name as passed, unless that names it through a file
+ * descriptor or /proc (busybox runs its applets as /proc/self/exe, fexecve
+ * as /dev/fd/N): then its path. */
+static __always_inline bool exec_by_path(const char *f)
+{
+	if (f[0] != '/')
+		return false;
+	if (f[1] == 'p' && f[2] == 'r' && f[3] == 'o' && f[4] == 'c' && f[5] == '/')
+		return false;
+	if (f[1] == 'd' && f[2] == 'e' && f[3] == 'v' && f[4] == '/' && f[5] == 'f' && f[6] == 'd')
+		return false;
+	return true;
+}
+
+/* An armed process's exec is recorded; a member of a learning zone is
+ * armed by its first exec in the container's mount namespace (learn.bpf.h). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(learn_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (!learn_on())
+		return 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 zone = 0;
+	__u32 *armed = bpf_map_lookup_elem(&learn_tasks, &tgid);
+	if (armed) {
+		zone = *armed;
+	} else {
+		__u64 member;
+		zone = current_member(&member);
+		__u64 *mnt = zone ? bpf_map_lookup_elem(&learn_members, &member) : NULL;
+		if (!mnt || BPF_CORE_READ(p, nsproxy, mnt_ns, ns.inum) != *mnt)
+			return 0;
+		bpf_map_update_elem(&learn_tasks, &tgid, &zone, BPF_ANY);
+	}
+	if (!zone_learns(zone))
+		return 0;
+	struct learn_key *key = learn_key_new(zone, LEARN_EXEC);
+	if (!key)
+		return 0;
+	if (bpf_probe_read_kernel_str(key->object, sizeof(key->object), BPF_CORE_READ(bprm, filename)) <= 1)
+		return 0;
+	if (!exec_by_path(key->object)) {
+		__builtin_memset(key->object, 0, sizeof(key->object));
+		if (!learn_file_path(BPF_CORE_READ(bprm, file), key->object))
+			return 0;
+	}
+	learn_record(key);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(learn_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (!learn_on())
+		return 0;
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	if (ptgid == ctgid)
+		return 0; /* a thread: the process is armed or not as a whole */
+	__u32 *zone = bpf_map_lookup_elem(&learn_tasks, &ptgid);
+	if (zone)
+		bpf_map_update_elem(&learn_tasks, &ctgid, zone, BPF_ANY);
+	return 0;
+}
+
+/* The last thread of an armed process is gone: forget it (a pid that comes
+ * back must not be armed). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(learn_exit, struct task_struct *p)
+{
+	if (!learn_on())
+		return 0;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	if (BPF_CORE_READ(p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&learn_tasks, &tgid);
+	return 0;
+}
+
+#define SI_FROMKERNEL_MIN 1 /* si_code > 0: sent by the kernel (SIGCHLD, SIGSEGV, ...) */
+
+/* Signals an armed process sends to tasks outside its zone (after every
+ * permission check: only signals that are delivered). */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(learn_signal, int sig, struct kernel_siginfo *info, struct task_struct *task)
+{
+	__u32 zone = learning_zone();
+	if (!zone)
+		return 0;
+	/* SEND_SIG_NOINFO (0) is a user's kill(); SEND_SIG_PRIV (1) the kernel's. */
+	__u64 raw = 0;
+	bpf_probe_read_kernel(&raw, sizeof(raw), &ctx[1]);
+	if (raw == 1)
+		return 0;
+	if (raw > 1) {
+		int code = 0;
+		bpf_probe_read_kernel(&code, sizeof(code), &info->si_code);
+		if (code >= SI_FROMKERNEL_MIN)
+			return 0;
+	}
+	__u32 target = task_zone(task);
+	if (target != zone)
+		learn_u32(zone, LEARN_SIGNAL, target);
 	return 0;
 }
 

@@ -19,11 +19,17 @@ type Mode uint8
 const (
 	ModeEnforce Mode = iota
 	ModeAudit
+	// ModeLearn denies nothing and records what the zone's workload does
+	// (DrainLearned).
+	ModeLearn
 )
 
 func (m Mode) String() string {
-	if m == ModeAudit {
+	switch m {
+	case ModeAudit:
 		return "audit"
+	case ModeLearn:
+		return "learn"
 	}
 	return "enforce"
 }
@@ -107,7 +113,13 @@ type ZonePolicy struct {
 	// looks up the name of the inode it judges and of each directory above
 	// it.
 	FileNames []FileDenyName
+	// LearnSyscalls: in ModeLearn, the syscall numbers (of the kernel's
+	// architecture, below LearnSyscallMax) whose calls are recorded.
+	LearnSyscalls []uint32
 }
+
+// LearnSyscallMax bounds the syscall numbers a learning zone records.
+const LearnSyscallMax = uint32(rauhaLearnKindLEARN_SYSCALL_WORDS) * 64
 
 // Normalize returns p in the form PolicyOf returns: prefixes masked and
 // IPv4-mapped IPv6 prefixes turned into IPv4 ones (the kernel checks mapped
@@ -129,6 +141,7 @@ func (p ZonePolicy) Normalize() ZonePolicy {
 	out.SignalFrom = sortedZones(p.SignalFrom)
 	out.PtraceFrom = sortedZones(p.PtraceFrom)
 	out.NetPeers = sortedZones(p.NetPeers)
+	out.LearnSyscalls = sortedZones(p.LearnSyscalls)
 
 	merged := map[[2]uint64]FileAccess{}
 	for _, f := range p.FileDenies {
@@ -198,6 +211,11 @@ func (p ZonePolicy) validate(zone uint32) error {
 			return fmt.Errorf("zone %d peer: %w", zone, err)
 		}
 	}
+	for _, nr := range p.LearnSyscalls {
+		if nr >= LearnSyscallMax {
+			return fmt.Errorf("zone %d: syscall number %d to learn is not below %d", zone, nr, LearnSyscallMax)
+		}
+	}
 	for _, f := range p.FileDenies {
 		if f.Mask == 0 || f.Mask&^(FileOpen|FileExec|FileChange) != 0 {
 			return fmt.Errorf("zone %d file deny %d:%d: mask %#x is not a combination of FileOpen, FileExec and FileChange", zone, f.Dev, f.Ino, f.Mask)
@@ -235,6 +253,7 @@ type zoneState struct {
 	egress4 map[rauhaEgress4Key]bool
 	egress6 map[rauhaEgress6Key]bool
 	peers   map[rauhaPeerKey]uint32 // only entries whose target is the zone
+	learn   rauhaLearnSyscallSet
 	files   map[rauhaFileKey]uint32
 	names   map[rauhaFileNameKey]uint32
 }
@@ -245,8 +264,14 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 		egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
 		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{},
 	}
-	if p.Mode == ModeAudit {
+	switch p.Mode {
+	case ModeAudit:
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_AUDIT)
+	case ModeLearn:
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_LEARN)
+	}
+	for _, nr := range p.LearnSyscalls {
+		s.learn.Bits[nr/64] |= 1 << (nr % 64)
 	}
 	if p.DenyCrossZoneSignal {
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_DENY_SIGNAL)
@@ -301,6 +326,16 @@ func (s zoneState) zonePolicy() ZonePolicy {
 	flags := s.policy.Flags
 	if flags&uint32(rauhaPolicyFlagPOLICY_AUDIT) != 0 {
 		p.Mode = ModeAudit
+	}
+	if flags&uint32(rauhaPolicyFlagPOLICY_LEARN) != 0 {
+		p.Mode = ModeLearn
+	}
+	for w, bits := range s.learn.Bits {
+		for b := range uint32(64) {
+			if bits&(1<<b) != 0 {
+				p.LearnSyscalls = append(p.LearnSyscalls, uint32(w)*64+b)
+			}
+		}
 	}
 	p.DenyCrossZoneSignal = flags&uint32(rauhaPolicyFlagPOLICY_DENY_SIGNAL) != 0
 	p.DenyCrossZonePtrace = flags&uint32(rauhaPolicyFlagPOLICY_DENY_PTRACE) != 0
@@ -395,6 +430,7 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 			s.names[*kn] = *mask
 		}
 	}))
+	errs = append(errs, k.maps.LearnSyscalls.Lookup(zone, &s.learn))
 	if err := errors.Join(errs...); err != nil {
 		return s, fmt.Errorf("read policy maps of zone %d: %w", zone, err)
 	}
@@ -440,9 +476,10 @@ func restrictive(a, b *rauhaPolicy) rauhaPolicy {
 	if b == nil {
 		b = &missing
 	}
-	audit := uint32(rauhaPolicyFlagPOLICY_AUDIT)
+	// Audit and learn deny nothing: kept only when both have them.
+	allow := uint32(rauhaPolicyFlagPOLICY_AUDIT | rauhaPolicyFlagPOLICY_LEARN)
 	return rauhaPolicy{
-		Flags:   (a.Flags|b.Flags)&^audit | a.Flags&b.Flags&audit,
+		Flags:   (a.Flags|b.Flags)&^allow | a.Flags&b.Flags&allow,
 		CapDeny: a.CapDeny | b.CapDeny,
 	}
 }
@@ -568,6 +605,10 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) error {
 			return err
 		}
 	}
+	// What a learning zone records, not what it may do: no order to keep.
+	if err := step("set learned syscalls", m.LearnSyscalls.Update(zone, &want.learn, ebpf.UpdateAny)); err != nil {
+		return err
+	}
 	if err := step("set zone_policy", m.ZonePolicy.Update(zone, want.policy, ebpf.UpdateAny)); err != nil {
 		return err
 	}
@@ -586,14 +627,21 @@ func (k *Kernel) setZonesInUse(on bool) error {
 }
 
 // refreshZonesInUse sets the switch to whether any zone's policy has
-// network.allowed_zones. The caller holds the pin-directory lock.
+// network.allowed_zones, and the one to whether any zone learns. The
+// caller holds the pin-directory lock.
 func (k *Kernel) refreshZonesInUse() error {
-	on := false
+	on, learn := false, uint32(0)
 	err := eachHashEntry(k.maps.ZonePolicy, func(_ *uint32, p *rauhaPolicy) {
 		on = on || p.Flags&uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED) != 0
+		if p.Flags&uint32(rauhaPolicyFlagPOLICY_LEARN) != 0 {
+			learn = 1
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("read zone policies: %w", err)
+	}
+	if err := k.maps.LearnActive.Update(uint32(0), learn, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("set whether a zone learns: %w", err)
 	}
 	return k.setZonesInUse(on)
 }
@@ -640,6 +688,7 @@ func (k *Kernel) DeletePolicy(zone uint32) error {
 		errs = append(errs, deleteIfPresent(m.FileDenyNames, key))
 	}
 	errs = append(errs, deleteIfPresent(m.ZonePolicy, zone))
+	errs = append(errs, m.LearnSyscalls.Update(zone, &rauhaLearnSyscallSet{}, ebpf.UpdateAny))
 	errs = append(errs, k.refreshZonesInUse())
 	errs = append(errs, k.resetCounters(zone))
 	if err := errors.Join(errs...); err != nil {

@@ -31,6 +31,9 @@ enum policy_flag {
 	POLICY_ZONES_RESTRICTED = 1 << 4,
 	POLICY_FILE_TREES = 1 << 5,        /* file_deny holds directories: judge what is below them */
 	POLICY_FILE_NAMES = 1 << 6,        /* file_deny_names has entries: judge names too */
+	/* The zone learns: nothing is denied, what its armed tasks do is
+	 * recorded in the learned map (learn.bpf.h). */
+	POLICY_LEARN = 1 << 7,
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
@@ -226,6 +229,53 @@ struct event {
 			      * LSM file hooks: the name of a file denied by a directory above it */
 };
 
+/*
+ * What a learning zone records (learn.bpf.h), aggregated in the kernel by
+ * {zone, kind, object}: the learned map holds one entry per object with
+ * its count, so a busy workload costs a lookup, not a ring-buffer record,
+ * per repeat. Every rauha command's drain takes the entries out.
+ */
+enum learn_kind {
+	LEARN_EXEC = 1,   /* object: the path exec'd, as passed (bprm->filename) */
+	LEARN_READ,       /* object: a path opened read-only, as passed */
+	LEARN_WRITE,      /* object: a path opened for writing, created, removed or changed */
+	LEARN_EGRESS,     /* object: struct learn_addr */
+	LEARN_PEER_ZONE,  /* object: __u32 zone id of the member addressed */
+	LEARN_CAPABILITY, /* object: __u32 capability number */
+	LEARN_SIGNAL,     /* object: __u32 zone id of the target (0: the host) */
+	LEARN_PTRACE,     /* object: as LEARN_SIGNAL */
+	LEARN_SYSCALL,    /* object: __u32 syscall number (the kernel's architecture) */
+	LEARN_OBJECT_LEN = 256,
+	LEARN_SYSCALL_WORDS = 8, /* syscall numbers below 512 */
+};
+
+struct learn_addr {
+	__u8 proto; /* IPPROTO_TCP, IPPROTO_UDP, ... */
+	__u8 family;
+	__u16 port; /* host byte order */
+	__u8 addr[16]; /* 4 bytes used for AF_INET */
+};
+
+struct learn_key {
+	__u32 zone;
+	__u16 kind;
+	__u16 pad;
+	char object[LEARN_OBJECT_LEN]; /* NUL-padded */
+};
+
+struct learn_value {
+	__u64 count;
+	__u64 first_ns; /* CLOCK_BOOTTIME */
+	__u64 last_ns;
+	__u64 cgid;     /* cgroup of the task that did it first */
+	char comm[COMM_LEN];
+};
+
+/* learn_syscalls value: bit n set: record syscall n (the base policy's syscalls.deny). */
+struct learn_syscall_set {
+	__u64 bits[LEARN_SYSCALL_WORDS];
+};
+
 /* Keeps the enums in the object's BTF for bpf2go -type. */
 struct enums {
 	enum limits limits;
@@ -237,6 +287,7 @@ struct enums {
 	enum verdict verdict;
 	enum skb_events skb_events;
 	enum packet_flag packet_flag;
+	enum learn_kind learn_kind;
 };
 
 #endif /* RAUHA_H */

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "9b826917fe56dc323c2ccb80a2a5a86930ac77f3dc9d13bcf653e4038821c731"
+const rauhaObjectSHA256 = "facdf1c64f9612b6bfd08dcdcd622317843b623e00ae3c317193e8a05ac7dba3"

@@ -138,6 +138,52 @@ const (
 	rauhaHookHOOK_LSM_INODE_RMDIR         rauhaHook = 30
 )
 
+type rauhaLearnAddr struct {
+	_      structs.HostLayout
+	Proto  uint8
+	Family uint8
+	Port   uint16
+	Addr   [16]uint8
+}
+
+type rauhaLearnKey struct {
+	_      structs.HostLayout
+	Zone   uint32
+	Kind   uint16
+	Pad    uint16
+	Object [256]int8
+}
+
+type rauhaLearnKind uint32
+
+const (
+	rauhaLearnKindLEARN_EXEC          rauhaLearnKind = 1
+	rauhaLearnKindLEARN_READ          rauhaLearnKind = 2
+	rauhaLearnKindLEARN_WRITE         rauhaLearnKind = 3
+	rauhaLearnKindLEARN_EGRESS        rauhaLearnKind = 4
+	rauhaLearnKindLEARN_PEER_ZONE     rauhaLearnKind = 5
+	rauhaLearnKindLEARN_CAPABILITY    rauhaLearnKind = 6
+	rauhaLearnKindLEARN_SIGNAL        rauhaLearnKind = 7
+	rauhaLearnKindLEARN_PTRACE        rauhaLearnKind = 8
+	rauhaLearnKindLEARN_SYSCALL       rauhaLearnKind = 9
+	rauhaLearnKindLEARN_OBJECT_LEN    rauhaLearnKind = 256
+	rauhaLearnKindLEARN_SYSCALL_WORDS rauhaLearnKind = 8
+)
+
+type rauhaLearnSyscallSet struct {
+	_    structs.HostLayout
+	Bits [8]uint64
+}
+
+type rauhaLearnValue struct {
+	_       structs.HostLayout
+	Count   uint64
+	FirstNs uint64
+	LastNs  uint64
+	Cgid    uint64
+	Comm    [16]int8
+}
+
 type rauhaLimits uint32
 
 const (
@@ -191,6 +237,7 @@ const (
 	rauhaPolicyFlagPOLICY_ZONES_RESTRICTED  rauhaPolicyFlag = 16
 	rauhaPolicyFlagPOLICY_FILE_TREES        rauhaPolicyFlag = 32
 	rauhaPolicyFlagPOLICY_FILE_NAMES        rauhaPolicyFlag = 64
+	rauhaPolicyFlagPOLICY_LEARN             rauhaPolicyFlag = 128
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
@@ -234,6 +281,12 @@ const (
 	rauhaMapEvents                 = "events"
 	rauhaMapFileDeny               = "file_deny"
 	rauhaMapFileDenyNames          = "file_deny_names"
+	rauhaMapLearnActive            = "learn_active"
+	rauhaMapLearnMembers           = "learn_members"
+	rauhaMapLearnScratch           = "learn_scratch"
+	rauhaMapLearnSyscalls          = "learn_syscalls"
+	rauhaMapLearnTasks             = "learn_tasks"
+	rauhaMapLearned                = "learned"
 	rauhaMapMemberAddr             = "member_addr"
 	rauhaMapMemberNetns            = "member_netns"
 	rauhaMapSigioOwners            = "sigio_owners"
@@ -250,6 +303,10 @@ const (
 	rauhaProgEgressSendmsg6        = "egress_sendmsg6"
 	rauhaProgEgressSkb             = "egress_skb"
 	rauhaProgIngressSkb            = "ingress_skb"
+	rauhaProgLearnExec             = "learn_exec"
+	rauhaProgLearnExit             = "learn_exit"
+	rauhaProgLearnFork             = "learn_fork"
+	rauhaProgLearnSignal           = "learn_signal"
 	rauhaProgObserveSysExit        = "observe_sys_exit"
 	rauhaProgZoneBprmCheck         = "zone_bprm_check"
 	rauhaProgZoneCapable           = "zone_capable"
@@ -278,6 +335,7 @@ const (
 	rauhaProgZoneUnixStreamConnect = "zone_unix_stream_connect"
 	rauhaVarUnusedEnums            = "unused_enums"
 	rauhaVarUnusedEvent            = "unused_event"
+	rauhaVarUnusedLearnAddr        = "unused_learn_addr"
 )
 
 // loadRauha returns the embedded CollectionSpec for rauha.
@@ -328,6 +386,10 @@ type rauhaProgramSpecs struct {
 	EgressSendmsg6        *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
 	EgressSkb             *ebpf.ProgramSpec `ebpf:"egress_skb"`
 	IngressSkb            *ebpf.ProgramSpec `ebpf:"ingress_skb"`
+	LearnExec             *ebpf.ProgramSpec `ebpf:"learn_exec"`
+	LearnExit             *ebpf.ProgramSpec `ebpf:"learn_exit"`
+	LearnFork             *ebpf.ProgramSpec `ebpf:"learn_fork"`
+	LearnSignal           *ebpf.ProgramSpec `ebpf:"learn_signal"`
 	ObserveSysExit        *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck         *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
 	ZoneCapable           *ebpf.ProgramSpec `ebpf:"zone_capable"`
@@ -365,6 +427,12 @@ type rauhaMapSpecs struct {
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FileDeny      *ebpf.MapSpec `ebpf:"file_deny"`
 	FileDenyNames *ebpf.MapSpec `ebpf:"file_deny_names"`
+	LearnActive   *ebpf.MapSpec `ebpf:"learn_active"`
+	LearnMembers  *ebpf.MapSpec `ebpf:"learn_members"`
+	LearnScratch  *ebpf.MapSpec `ebpf:"learn_scratch"`
+	LearnSyscalls *ebpf.MapSpec `ebpf:"learn_syscalls"`
+	LearnTasks    *ebpf.MapSpec `ebpf:"learn_tasks"`
+	Learned       *ebpf.MapSpec `ebpf:"learned"`
 	MemberAddr    *ebpf.MapSpec `ebpf:"member_addr"`
 	MemberNetns   *ebpf.MapSpec `ebpf:"member_netns"`
 	SigioOwners   *ebpf.MapSpec `ebpf:"sigio_owners"`
@@ -381,8 +449,9 @@ type rauhaMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type rauhaVariableSpecs struct {
-	UnusedEnums *ebpf.VariableSpec `ebpf:"unused_enums"`
-	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedEnums     *ebpf.VariableSpec `ebpf:"unused_enums"`
+	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedLearnAddr *ebpf.VariableSpec `ebpf:"unused_learn_addr"`
 }
 
 // rauhaObjects contains all objects after they have been loaded into the kernel.
@@ -410,6 +479,12 @@ type rauhaMaps struct {
 	Events        *ebpf.Map `ebpf:"events"`
 	FileDeny      *ebpf.Map `ebpf:"file_deny"`
 	FileDenyNames *ebpf.Map `ebpf:"file_deny_names"`
+	LearnActive   *ebpf.Map `ebpf:"learn_active"`
+	LearnMembers  *ebpf.Map `ebpf:"learn_members"`
+	LearnScratch  *ebpf.Map `ebpf:"learn_scratch"`
+	LearnSyscalls *ebpf.Map `ebpf:"learn_syscalls"`
+	LearnTasks    *ebpf.Map `ebpf:"learn_tasks"`
+	Learned       *ebpf.Map `ebpf:"learned"`
 	MemberAddr    *ebpf.Map `ebpf:"member_addr"`
 	MemberNetns   *ebpf.Map `ebpf:"member_netns"`
 	SigioOwners   *ebpf.Map `ebpf:"sigio_owners"`
@@ -429,6 +504,12 @@ func (m *rauhaMaps) Close() error {
 		m.Events,
 		m.FileDeny,
 		m.FileDenyNames,
+		m.LearnActive,
+		m.LearnMembers,
+		m.LearnScratch,
+		m.LearnSyscalls,
+		m.LearnTasks,
+		m.Learned,
 		m.MemberAddr,
 		m.MemberNetns,
 		m.SigioOwners,
@@ -446,8 +527,9 @@ func (m *rauhaMaps) Close() error {
 //
 // It can be passed to loadRauhaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type rauhaVariables struct {
-	UnusedEnums *ebpf.Variable `ebpf:"unused_enums"`
-	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
+	UnusedEnums     *ebpf.Variable `ebpf:"unused_enums"`
+	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	UnusedLearnAddr *ebpf.Variable `ebpf:"unused_learn_addr"`
 }
 
 // rauhaPrograms contains all programs after they have been loaded into the kernel.
@@ -460,6 +542,10 @@ type rauhaPrograms struct {
 	EgressSendmsg6        *ebpf.Program `ebpf:"egress_sendmsg6"`
 	EgressSkb             *ebpf.Program `ebpf:"egress_skb"`
 	IngressSkb            *ebpf.Program `ebpf:"ingress_skb"`
+	LearnExec             *ebpf.Program `ebpf:"learn_exec"`
+	LearnExit             *ebpf.Program `ebpf:"learn_exit"`
+	LearnFork             *ebpf.Program `ebpf:"learn_fork"`
+	LearnSignal           *ebpf.Program `ebpf:"learn_signal"`
 	ObserveSysExit        *ebpf.Program `ebpf:"observe_sys_exit"`
 	ZoneBprmCheck         *ebpf.Program `ebpf:"zone_bprm_check"`
 	ZoneCapable           *ebpf.Program `ebpf:"zone_capable"`
@@ -496,6 +582,10 @@ func (p *rauhaPrograms) Close() error {
 		p.EgressSendmsg6,
 		p.EgressSkb,
 		p.IngressSkb,
+		p.LearnExec,
+		p.LearnExit,
+		p.LearnFork,
+		p.LearnSignal,
 		p.ObserveSysExit,
 		p.ZoneBprmCheck,
 		p.ZoneCapable,

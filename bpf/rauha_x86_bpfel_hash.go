@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "7b8eedeeffc72eabc82ea4ef6341949f2211ab446254a7e2369642015a74aa88"
+const rauhaObjectSHA256 = "c6cc34057260c01990d784b46eccbb191c62eb122351e1837a99ac45158df0e8"

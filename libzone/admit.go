@@ -146,12 +146,12 @@ func (e *Engine) resolveZone(id, bundle string, config *configs.Config, annotati
 		a.newZone = true
 		a.zone = &zone.Zone{
 			Name:         name,
-			Policy:       *wanted,
 			PolicySource: source,
 			Implicit:     annotations[AnnotationZone] == "",
 			Created:      time.Now().UTC(),
 		}
-	case wanted != nil && !stored.Policy.Equal(wanted):
+		a.zone.SetPolicy(wanted)
+	case wanted != nil && !stored.AskedPolicy().Equal(wanted):
 		return nil, e.refuse(a, fmt.Sprintf("annotation %s=%s asks for another policy than the zone's %s", AnnotationPolicy, policyRef, stored.PolicySource),
 			fmt.Errorf("record container %s in zone %s: zone %s already exists with policy %s; annotation %s=%s asks for another one (change the zone with 'rauha zone update %s --policy FILE')",
 				id, name, name, stored.PolicySource, AnnotationPolicy, policyRef, name))

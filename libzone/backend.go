@@ -196,12 +196,34 @@ func (ke *kernelEnforcer) Apply(z *ResolvedZone) (DenyPaths, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zone %s: %w", z.Name, err)
 	}
-	return ke.setPolicy(z, p) // with the deny inodes on bpf-lsm (filedeny.go)
+	paths, err := ke.setPolicy(z, p) // with the deny inodes on bpf-lsm (filedeny.go)
+	if err != nil {
+		return nil, err
+	}
+	return paths, ke.learnMembers(z.Zone, z.Members)
+}
+
+// learnKernelPolicy is the kernel policy of a learning zone: nothing denied
+// (signals and ptrace into other zones stay denied by the targets' own
+// policies), the base policy's denied syscalls recorded.
+func (ke *kernelEnforcer) learnKernelPolicy(z *zone.Zone) bpf.ZonePolicy {
+	kp := bpf.ZonePolicy{Mode: bpf.ModeLearn}
+	if z.Learning != nil {
+		for _, name := range z.Learning.Syscalls.Deny {
+			if nr, ok := syscallNumber(name); ok && nr < bpf.LearnSyscallMax {
+				kp.LearnSyscalls = append(kp.LearnSyscalls, nr)
+			}
+		}
+	}
+	return kp
 }
 
 // kernelPolicy translates z's policy into what the eBPF programs check.
 func (ke *kernelEnforcer) kernelPolicy(z *ResolvedZone) (bpf.ZonePolicy, error) {
 	p := &z.Policy
+	if p.Zone.Mode == zone.ModeLearn {
+		return ke.learnKernelPolicy(z.Zone), nil
+	}
 	kp := bpf.ZonePolicy{DenyCrossZoneSignal: true, DenyCrossZonePtrace: true}
 	if p.Zone.Mode == zone.ModeAudit {
 		kp.Mode = bpf.ModeAudit
@@ -430,7 +452,7 @@ func (ke *kernelEnforcer) Join(z *zone.Zone, c *zone.Container, netns string) er
 	if err != nil {
 		return fmt.Errorf("zone %s: container %s: %w", z.Name, c.ID, err)
 	}
-	return nil
+	return ke.learnMember(z, c)
 }
 
 func (ke *kernelEnforcer) Leave(z *zone.Zone, c *zone.Container) error {

@@ -292,6 +292,7 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 	if adm.rec.Addresses, err = memberAddrs(adm.config, pid); err != nil {
 		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}
+	adm.rec.Pid = pid // a learning zone reads the init's mount namespace
 	if err := e.join(enf, adm.zone, adm.rec, netns); err != nil {
 		return 0, err
 	}

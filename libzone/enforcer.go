@@ -70,6 +70,10 @@ type Enforcer interface {
 	// events are gone for every reader: the engine runs one drain of a root
 	// at a time.
 	Drain() ([]KernelEvent, error)
+	// DrainLearned takes what learning zones recorded since the last
+	// drain, aggregated by zone, kind and object. Taken entries are gone
+	// for every reader, as events are.
+	DrainLearned() ([]LearnedObservation, error)
 	// Stats reads a zone's per-control counters.
 	Stats(z *zone.Zone) (*ZoneStats, error)
 	// Prune removes kernel entries that no record owns: members not in live

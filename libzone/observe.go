@@ -66,7 +66,8 @@ type ZoneStats struct {
 }
 
 // drain moves the events waiting in the kernel into the per-zone event logs
-// under the state root. There is no daemon: every command that shows events
+// under the state root, and what learning zones recorded into their
+// recordings in the store. There is no daemon: every command that shows events
 // or verifies a zone drains first. drain.lock makes the drains of a root one
 // at a time from taking the events to appending them: a consumed event is
 // gone for every reader, and the logs keep the kernel's order. The store is
@@ -80,8 +81,13 @@ func (e *Engine) drain(enf Enforcer, log *zone.EventLog) error {
 	}
 	defer unlock()
 	evs, err := enf.Drain()
-	if err != nil || len(evs) == 0 {
+	if err != nil {
 		return err
+	}
+	// A malformed entry is reported after the rest is recorded.
+	learned, learnErr := enf.DrainLearned()
+	if len(evs) == 0 && len(learned) == 0 {
+		return learnErr
 	}
 	var names eventNames
 	if err := e.store.View(func(tx *zone.Tx) (err error) { names, err = readEventNames(tx); return err }); err != nil {
@@ -97,7 +103,12 @@ func (e *Engine) drain(enf Enforcer, log *zone.EventLog) error {
 			return fmt.Errorf("record events of zone %s: %w", name, err)
 		}
 	}
-	return nil
+	if len(learned) > 0 {
+		if err := e.recordLearned(&names, learned); err != nil {
+			return fmt.Errorf("record what learning zones observed: %w", err)
+		}
+	}
+	return learnErr
 }
 
 // eventNames are what the store knows to name kernel events by: zones by

@@ -103,10 +103,11 @@ func (e *Engine) CreateZone(name string, p *zone.Policy, source string) (*zone.Z
 		return nil, err
 	}
 	defer enf.Close()
-	if un := enf.Unavailable(p, nil); len(un) > 0 && p.Zone.Admission == zone.AdmissionStrict {
+	z := &zone.Zone{Name: name, PolicySource: source, Created: time.Now().UTC()}
+	z.SetPolicy(p)
+	if un := enf.Unavailable(&z.Policy, nil); len(un) > 0 && z.Policy.Zone.Admission == zone.AdmissionStrict {
 		return nil, fmt.Errorf("zone %s (admission strict): %s cannot be enforced here with %s (use admission = \"audit\" to create it anyway)", name, strings.Join(un, "; "), enf.Backend())
 	}
-	z := &zone.Zone{Name: name, Policy: *p, PolicySource: source, Created: time.Now().UTC()}
 	err = e.store.Update(func(tx *zone.Tx) error {
 		if _, err := tx.Zone(name); err == nil {
 			return fmt.Errorf("zone %s already exists (change its policy with 'rauha zone update %s --policy FILE')", name, name)
@@ -195,6 +196,11 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 		interim *ResolvedZone
 		names   string
 	)
+	// A policy in mode "learn" makes the zone learn from it, any other
+	// ends learning (zone.Zone.SetPolicy).
+	var asked zone.Zone
+	asked.SetPolicy(p)
+	p = &asked.Policy
 	err = e.store.View(func(tx *zone.Tx) (err error) {
 		if old, err = tx.Zone(name); err != nil {
 			return err
@@ -220,7 +226,7 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 		return nil, err
 	}
 	z := *old
-	z.Policy, z.PolicySource = *p, source
+	z.Policy, z.Learning, z.PolicySource = asked.Policy, asked.Learning, source
 	var next *ResolvedZone
 	err = e.store.Update(func(tx *zone.Tx) (err error) {
 		if err := tx.PutZone(&z); err != nil {

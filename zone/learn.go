@@ -23,6 +23,41 @@ const (
 	ObserveSyscall    = "syscall"    // Object: a syscall name, e.g. "keyctl"
 )
 
+// LearnPolicy is what a zone enforces while it learns from base: nothing
+// that its recording covers (files, exec, egress, peers, capabilities,
+// signals and ptrace across zones, syscalls), so the workload runs as it
+// would with no zone and every such operation is recorded. base's
+// resources stay: limits are not operations to record.
+func LearnPolicy(base *Policy) *Policy {
+	return &Policy{
+		Zone:      ZoneSettings{Mode: ModeLearn, Admission: AdmissionAudit},
+		Resources: base.Resources,
+	}
+}
+
+// SetPolicy gives z the policy p: a policy whose mode is "learn" makes z
+// learn from p (in mode enforce) as its base; any other ends learning.
+func (z *Zone) SetPolicy(p *Policy) {
+	if p.Zone.Mode != ModeLearn {
+		z.Policy, z.Learning = *p, nil
+		return
+	}
+	base := p.Clone()
+	base.Zone.Mode = ModeEnforce
+	z.Policy, z.Learning = *LearnPolicy(base), base
+}
+
+// AskedPolicy is the policy z was given (SetPolicy): its base in mode
+// "learn" while it learns.
+func (z *Zone) AskedPolicy() *Policy {
+	if z.Learning == nil {
+		return &z.Policy
+	}
+	p := z.Learning.Clone()
+	p.Zone.Mode = ModeLearn
+	return p
+}
+
 // Observation is one kind of operation a learning zone's members performed,
 // aggregated: how often, when first and last, and who did it first.
 type Observation struct {

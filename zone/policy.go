@@ -23,6 +23,10 @@ import (
 const (
 	ModeEnforce = "enforce" // deny what the policy forbids
 	ModeAudit   = "audit"   // log would-be denials, allow them
+	// ModeLearn: deny nothing and record what the workload does (see
+	// Zone.Learning). A policy file with this mode is the base policy of a
+	// zone that learns.
+	ModeLearn = "learn"
 )
 
 // Admission modes ([zone] admission): what to do when a control the policy
@@ -239,8 +243,8 @@ func (p *Policy) Validate() error {
 		errs = append(errs, &FieldError{Key: key, Item: item, Msg: fmt.Sprintf(format, args...)})
 	}
 
-	if !oneOf(p.Zone.Mode, ModeEnforce, ModeAudit) {
-		bad("zone.mode", -1, "must be %q or %q, not %q", ModeEnforce, ModeAudit, p.Zone.Mode)
+	if !oneOf(p.Zone.Mode, ModeEnforce, ModeAudit, ModeLearn) {
+		bad("zone.mode", -1, "must be %q, %q or %q, not %q", ModeEnforce, ModeAudit, ModeLearn, p.Zone.Mode)
 	}
 	if !oneOf(p.Zone.Admission, AdmissionStrict, AdmissionAudit) {
 		bad("zone.admission", -1, "must be %q or %q, not %q", AdmissionStrict, AdmissionAudit, p.Zone.Admission)

@@ -76,6 +76,9 @@ type Zone struct {
 	ID           uint32 `json:"id"`
 	Policy       Policy `json:"policy"`
 	PolicySource string `json:"policy_source"` // "preset:NAME" or "file:PATH", see LoadPolicy
+	// Learning is the base policy of a zone that learns (Policy is then
+	// LearnPolicy(Learning), mode "learn"); nil when the zone enforces.
+	Learning *Policy `json:"learning,omitempty"`
 	// Implicit zones were created for one container and are removed with it.
 	Implicit bool `json:"implicit"`
 	// Generation is bumped by PutZone on every policy change.
