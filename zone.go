@@ -428,13 +428,14 @@ var zoneReconcileCommand = &cli.Command{
 var zoneSuggestCommand = &cli.Command{
 	Name:  "suggest",
 	Usage: "print the narrowest policy that allows what a zone recorded (learned, or its deny and audit events)",
-	Description: `The suggestion starts from a base policy (--base, default strict, or --policy FILE)
-and widens it only where a recorded operation needs it; each rule says what needed it.
+	Description: `The suggestion starts from a base policy (--base PRESET or --policy FILE; default:
+the base the zone learns against, strict for a zone that is not learning) and widens it
+only where a recorded operation needs it; each rule says what needed it.
 Apply it with 'rauha zone update NAME --policy FILE', after 'rauha zone simulate'.`,
 	ArgsUsage: "<zone>",
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "toml", Usage: "toml or json"},
-		&cli.StringFlag{Name: "base", Usage: "the preset the suggestion widens: " + strings.Join(zone.PresetNames(), ", ") + " (default strict)"},
+		&cli.StringFlag{Name: "base", Usage: "the preset the suggestion widens: " + strings.Join(zone.PresetNames(), ", ") + " (default: the base the zone learns against, else strict)"},
 		&cli.StringFlag{Name: "policy", Usage: "a policy file (TOML) the suggestion widens, instead of --base"},
 	},
 	Action: func(c *cli.Context) error {
@@ -454,9 +455,16 @@ Apply it with 'rauha zone update NAME --policy FILE', after 'rauha zone simulate
 			return err
 		}
 		name := c.Args().First()
-		s, r, err := e.Suggest(name, base)
+		s, r, _, err := e.Suggest(name, base)
 		if err != nil {
 			return err
+		}
+		switch {
+		case src != "":
+		case r.Zone.Learning != nil:
+			src = r.Zone.PolicySource // the base it learns against
+		default:
+			src = "preset:" + zone.PresetStrict
 		}
 		if format == "json" {
 			return printJSON(struct {
@@ -469,14 +477,15 @@ Apply it with 'rauha zone update NAME --policy FILE', after 'rauha zone simulate
 		}
 		_, err = os.Stdout.Write(s.TOML(
 			fmt.Sprintf("Suggested by 'rauha zone suggest %s' from %d recorded operations (%s) on %s,", name, len(r.Observations), recordingSource(r), r.Backend),
-			fmt.Sprintf("widening %s. Check it with 'rauha zone simulate %s --policy FILE',", strings.TrimPrefix(src, "preset:"), name),
+			fmt.Sprintf("widening %s. Check it with 'rauha zone simulate %s --policy FILE',", src, name),
 			fmt.Sprintf("then apply it with 'rauha zone update %s --policy FILE'.", name),
 		))
 		return err
 	},
 }
 
-// suggestBase reads --base PRESET or --policy FILE (default: strict).
+// suggestBase reads --base PRESET or --policy FILE; neither: nil, for the
+// base the zone learns against (strict for a zone that is not learning).
 func suggestBase(c *cli.Context) (*zone.Policy, string, error) {
 	file, preset := c.String("policy"), c.String("base")
 	switch {
@@ -487,10 +496,10 @@ func suggestBase(c *cli.Context) (*zone.Policy, string, error) {
 			file = "./" + file
 		}
 		return zone.LoadPolicy(file, libzone.SyscallChecker())
-	case preset == "":
-		preset = zone.PresetStrict
+	case preset != "":
+		return zone.LoadPolicy("preset:"+preset, nil)
 	}
-	return zone.LoadPolicy("preset:"+preset, nil)
+	return nil, "", nil
 }
 
 func recordingSource(r *libzone.Recording) string {

@@ -24,10 +24,11 @@ type Recording struct {
 	Observations []zone.Observation `json:"observations"`
 }
 
-// Recording drains the kernel's waiting events first, so that it holds
-// everything recorded so far, then returns the zone's observations or,
-// for a zone that has none (it did not learn), its deny and audit events
-// since it was created, converted (zone.EventObservations).
+// Recording drains the kernel's waiting events and learned operations
+// first, so that it holds everything recorded so far, then returns the
+// zone's observations or, for a zone that is not learning and has none, its
+// deny and audit events since it was created, converted
+// (zone.EventObservations).
 func (e *Engine) Recording(name string) (*Recording, error) {
 	info, err := e.Zone(name)
 	if err != nil {
@@ -51,7 +52,7 @@ func (e *Engine) Recording(name string) (*Recording, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if len(r.Observations) > 0 {
+	if info.Learning != nil || len(r.Observations) > 0 {
 		return r, nil
 	}
 	evs, err := log.Read(name, info.Created)
@@ -92,17 +93,28 @@ func (e *Engine) simulateContext(r *Recording) zone.SimulateContext {
 }
 
 // Suggest returns the narrowest policy that allows zone name's recording,
-// widened from base, and the recording it was made from.
-func (e *Engine) Suggest(name string, base *zone.Policy) (*zone.Suggestion, *Recording, error) {
+// widened from base (nil: the base the zone learns against, or the strict
+// preset for a zone that is not learning), the recording it was made from,
+// and the base used.
+func (e *Engine) Suggest(name string, base *zone.Policy) (*zone.Suggestion, *Recording, *zone.Policy, error) {
 	r, err := e.Recording(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	switch {
+	case base != nil:
+	case r.Zone.Learning != nil:
+		base = r.Zone.Learning
+	default:
+		if base, err = zone.Preset(zone.PresetStrict); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	s, err := zone.Suggest(base, r.Observations, e.simulateContext(r))
 	if err != nil {
-		return nil, nil, fmt.Errorf("zone %s: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("zone %s: %w", name, err)
 	}
-	return s, r, nil
+	return s, r, base, nil
 }
 
 // Simulate replays zone name's recording against a candidate policy and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 )
@@ -42,12 +43,14 @@ type Verdict struct {
 
 // Simulate replays a recording against a candidate policy and returns, in
 // the recording's order, every observation the candidate would deny (or
-// audit). It mirrors the enforcement of docs/policy.md:
+// audit; a candidate in mode learn denies nothing). It mirrors the enforcement of docs/policy.md:
 //
 //   - a path is under a list entry when it is the entry or below it (a
 //     directory is a tree); filesystem.deny denies every access,
 //     filesystem.read_only every write even below a writable path, and a
-//     present writable_paths every write outside its trees;
+//     present writable_paths every write outside its trees but under /dev
+//     (the files there stay writable; an observation does not say whether
+//     a file was created, which /dev does not allow);
 //   - exec: filesystem.deny, then exec.deny, then a non-empty exec.allow; in
 //     an enforcing zone with exec rules every writable_paths tree is
 //     mounted noexec, so nothing under it runs;
@@ -70,6 +73,7 @@ func Simulate(p *Policy, obs []Observation, ctx SimulateContext) ([]Verdict, err
 	var out []Verdict
 	var errs []error
 	for _, o := range obs {
+		o = cleanObservation(o)
 		v, err := s.judge(o)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("observation %s %q: %w", o.Kind, o.Object, err))
@@ -101,6 +105,9 @@ func (s simulator) auditable(rule string) bool {
 }
 
 func (s simulator) verdict(rule, entry, format string, args ...any) *Verdict {
+	if s.p.Zone.Mode == ModeLearn {
+		return nil // a learning zone denies nothing
+	}
 	d := DecisionDeny
 	if s.p.Zone.Mode == ModeAudit && s.auditable(rule) {
 		d = DecisionAudit
@@ -154,6 +161,20 @@ func (s simulator) judge(o Observation) (*Verdict, error) {
 var observationKinds = []string{ObserveExec, ObserveRead, ObserveWrite, ObserveEgress, ObservePeerZone,
 	ObserveCapability, ObserveSignal, ObservePtrace, ObserveSyscall}
 
+// cleanObservation cleans the path of an absolute file observation: a
+// process names a file as it likes ("/var/spool/", "/usr/bin/../lib/x"),
+// a policy names it clean. (Lexically: the recording holds no symlinks
+// to resolve.)
+func cleanObservation(o Observation) Observation {
+	switch o.Kind {
+	case ObserveExec, ObserveRead, ObserveWrite:
+		if strings.HasPrefix(o.Object, "/") {
+			o.Object = path.Clean(o.Object)
+		}
+	}
+	return o
+}
+
 // checkObservedPath accepts what a policy path list accepts.
 func checkObservedPath(p string) error {
 	var err error
@@ -196,7 +217,7 @@ func (s simulator) file(kind, path string) *Verdict {
 		if e, ok := covering(fs.ReadOnly, path); ok {
 			return s.verdict("filesystem.read_only", e, "%s is under the read-only tree %s", path, e)
 		}
-		if fs.WritablePaths != nil {
+		if fs.WritablePaths != nil && !under(path, "/dev") {
 			if _, ok := covering(*fs.WritablePaths, path); !ok {
 				return s.verdict("filesystem.writable_paths", "", "%s is outside every writable path", path)
 			}
@@ -231,14 +252,15 @@ type EgressObject struct {
 // IPv4-mapped IPv6 address is returned as the IPv4 address it is: the
 // enforcement checks it against the IPv4 entries.
 func ParseEgressObject(s string) (EgressObject, error) {
-	proto, dst, ok := strings.Cut(s, " ")
-	if !ok || proto == "" || strings.ContainsAny(proto, " \t") || strings.ContainsAny(dst, " \t") {
+	// The protocol may be a phrase ("proto 132"); the destination is the
+	// last word.
+	i := strings.LastIndexByte(s, ' ')
+	if i <= 0 || strings.ContainsAny(s, "\t\n") {
 		return EgressObject{}, fmt.Errorf("want \"PROTO ADDR[:PORT]\", e.g. \"tcp 10.0.0.5:80\"")
 	}
+	proto, dst := s[:i], s[i+1:]
 	if ap, err := netip.ParseAddrPort(dst); err == nil && ap.Addr().Zone() == "" {
-		if ap.Port() == 0 {
-			return EgressObject{}, fmt.Errorf("port 0: leave the port out for a protocol without ports")
-		}
+		// Port 0: a protocol without ports, as "icmp 10.0.0.5".
 		return EgressObject{Proto: proto, Addr: ap.Addr().Unmap(), Port: ap.Port()}, nil
 	}
 	a, err := netip.ParseAddr(dst)

@@ -88,6 +88,7 @@ func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion,
 	byKind := map[string][]Observation{}
 	var malformed []string
 	for _, o := range obs {
+		o = cleanObservation(o)
 		if _, err := Simulate(base, []Observation{o}, ctx); err != nil {
 			malformed = append(malformed, fmt.Sprintf("%v: no policy entry can name it", err))
 			continue
@@ -284,7 +285,7 @@ func (sg *suggester) writes(obs, execs []Observation) {
 	for _, o := range obs {
 		sg.removeCovering("filesystem.deny", &fs.Deny, o)
 		sg.removeCovering("filesystem.read_only", &fs.ReadOnly, o)
-		if fs.WritablePaths != nil {
+		if fs.WritablePaths != nil && !under(o.Object, "/dev") {
 			if _, ok := covering(*fs.WritablePaths, o.Object); !ok {
 				outside = append(outside, o)
 			}

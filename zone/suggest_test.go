@@ -65,7 +65,8 @@ func TestSuggestWritesGeneraliseToBusyDirectories(t *testing.T) {
 		ob(ObserveWrite, "/var/cache/app/d"),
 		ob(ObserveWrite, "/run/app.pid"), ob(ObserveWrite, "/run/app.lock"), // two: stay files
 		ob(ObserveWrite, "/a"), ob(ObserveWrite, "/b"), ob(ObserveWrite, "/c"), // never "/"
-		ob(ObserveWrite, "/tmp/x"), // already writable
+		ob(ObserveWrite, "/tmp/x"),                                                                    // already writable
+		ob(ObserveWrite, "/dev/urandom"), ob(ObserveWrite, "/dev/tty1"), ob(ObserveWrite, "/dev/fd0"), // writable files under /dev
 	}
 	s := suggest(t, strict(t), obs)
 	got := items(s.Policy.Filesystem.WritablePaths)
@@ -74,7 +75,7 @@ func TestSuggestWritesGeneraliseToBusyDirectories(t *testing.T) {
 			t.Errorf("writable_paths %q lacks %s", got, want)
 		}
 	}
-	for _, not := range []string{"/", "/run", "/var", "/var/cache", "/var/cache/app/sub/c", "/tmp/x"} {
+	for _, not := range []string{"/", "/run", "/var", "/var/cache", "/var/cache/app/sub/c", "/tmp/x", "/dev", "/dev/urandom"} {
 		if slices.Contains(got, not) {
 			t.Errorf("writable_paths %q has %s", got, not)
 		}
@@ -282,6 +283,9 @@ func TestSimulateMirrorsEnforcement(t *testing.T) {
 		{ob(ObservePeerZone, "db"), false, "network.allowed_egress"}, // no allowed_zones: by address
 		{ob(ObserveSignal, "db"), true, "signals"},                   // Landlock makes no exception
 		{ob(ObserveSignal, "web"), true, ""},
+		{ob(ObserveWrite, "/dev/urandom"), false, ""},      // files under /dev stay writable
+		{ob(ObserveEgress, "icmp 192.0.2.1:0"), false, ""}, // port 0: none
+		{ob(ObserveEgress, "proto 132 10.2.3.4:443"), false, ""},
 	}
 	for _, c := range cases {
 		vs, err := Simulate(p, []Observation{c.o}, SimulateContext{Zone: "web", Landlock: c.landlock, SignalAllowedBy: func(string) bool { return true }})
@@ -300,6 +304,14 @@ func TestSimulateMirrorsEnforcement(t *testing.T) {
 	q := &Policy{Zone: ZoneSettings{Mode: ModeEnforce}, Network: Network{AllowedEgress: List()}}
 	if vs, _ := Simulate(q, []Observation{ob(ObserveCapability, "NET_RAW")}, SimulateContext{}); len(vs) != 1 || vs[0].Rule != "network.allowed_egress" {
 		t.Errorf("NET_RAW under allowed_egress: %+v", vs)
+	}
+}
+
+func TestSimulateLearnModeDeniesNothing(t *testing.T) {
+	p := strict(t)
+	p.Zone.Mode = ModeLearn
+	if vs, err := Simulate(p, []Observation{ob(ObserveWrite, "/var/x"), ob(ObserveSyscall, "keyctl")}, SimulateContext{}); len(vs) != 0 || err != nil {
+		t.Errorf("learn mode: %+v, %v", vs, err)
 	}
 }
 
@@ -326,8 +338,8 @@ func TestSimulateAuditMode(t *testing.T) {
 
 func TestSimulateRejectsMalformed(t *testing.T) {
 	for _, o := range []Observation{
-		{Kind: ObserveWrite, Object: "var/x"}, {Kind: ObserveWrite, Object: "/var/../x"},
-		{Kind: ObserveEgress, Object: "10.0.0.1:80"}, {Kind: ObserveEgress, Object: "tcp 10.0.0.1:0"},
+		{Kind: ObserveWrite, Object: "var/x"}, {Kind: ObserveWrite, Object: "./x"}, {Kind: ObserveWrite, Object: "/x\x00"},
+		{Kind: ObserveEgress, Object: "10.0.0.1:80"}, {Kind: ObserveEgress, Object: " 10.0.0.1:80"},
 		{Kind: ObserveEgress, Object: "tcp fe80::1%eth0"}, {Kind: ObserveCapability, Object: "ALL"},
 		{Kind: ObserveSyscall, Object: "Keyctl"}, {Kind: ObserveSignal, Object: "../x"}, {Kind: "open", Object: "/x"},
 	} {

@@ -25,13 +25,13 @@ peer_listeners() {
 	retry 50 0.1 eval 'ip netns exec "$PEER" ss -Htln "sport = :$PORT2" | grep -q .' || fail "listeners did not start"
 }
 
-# wire_peer ID: a veth pair between container ID's network namespace
-# ($NET.3) and $PEER ($NET.2).
+# wire_peer ID N: a veth pair between container ID's network namespace
+# ($NET.N) and $PEER ($NET.2 on every pair: one container at a time).
 wire_peer() {
 	local pid peer_if=rp$RANDOM ct_if=rc$RANDOM
 	pid=$(ct_pid "$1")
 	ip link add "$ct_if" netns "$pid" type veth peer name "$peer_if" netns "$PEER" || fail "ip link add"
-	nsenter -t "$pid" -n sh -c "ip addr add $NET.3/24 dev $ct_if && ip link set $ct_if up" || fail "configure $ct_if"
+	nsenter -t "$pid" -n sh -c "ip addr add $NET.$2/24 dev $ct_if && ip link set $ct_if up" || fail "configure $ct_if"
 	ip -n "$PEER" addr add "$NET.2/24" dev "$peer_if"
 	ip -n "$PEER" link set "$peer_if" up
 }
@@ -59,7 +59,7 @@ deny_count() {
 	)"
 	set_args b sleep 600
 	run_ct c1 b
-	wire_peer c1
+	wire_peer c1 3
 
 	# Recorded: audit mode lets the connection through and logs it.
 	workload c1
@@ -139,4 +139,67 @@ deny_count() {
 	rrun rt zone suggest web --base nosuch
 	assert_failure 1
 	assert_match "$stderr" 'unknown policy preset .*nosuch'
+}
+
+@test "learn, suggest, simulate, update: a busybox workload runs without a deny under its suggestion, and the one new action is denied and was predicted" {
+	peer_listeners
+	rrun rt zone learn web
+	assert_success
+	in_zone b web
+	set_args b sleep 600
+	run_ct c1 b
+	wire_peer c1 3
+
+	# The workload: files in a spool directory, a log file, a connection.
+	learned_workload() {
+		rexec "$1" sh -c "mkdir -p /var/spool/app && for f in a b c; do echo x >/var/spool/app/\$f; done && echo started >>/var/app.log && nc -w2 $NET.2 $PORT"
+		assert_success
+		assert_eq "$stdout" served
+	}
+	learned_workload c1
+	rrun rt zone learn web --show --format json
+	jq -e --arg e "tcp $NET.2:$PORT" 'any(.[]; .kind == "egress" and .object == $e) and any(.[]; .kind == "write" and .object == "/var/spool/app/c")' <<<"$stdout" >/dev/null ||
+		fail "the workload was not recorded: $stdout"
+
+	rrun rt zone suggest web
+	assert_success
+	suggested=$BATS_TEST_TMPDIR/suggested.toml
+	printf '%s\n' "$stdout" >"$suggested"
+	for want in '"/var/spool/app", # 3 files written under it; first /var/spool/app/a by sh in container c1, first ' \
+		'"/var/app.log", # written by sh in container c1, first ' \
+		"\"$NET.2:$PORT\", # tcp $NET.2:$PORT by nc in container c1, first " \
+		"widening preset:strict."; do
+		grep -qF -- "$want" "$suggested" || fail "the suggestion lacks '$want': $(cat "$suggested")"
+	done
+
+	rrun rt zone simulate web --policy "$suggested"
+	assert_success
+	rrun rt zone simulate web --preset strict --format json
+	assert_failure 1
+	jq -e --arg e "tcp $NET.2:$PORT" 'any(.verdicts[]; .rule == "network.allowed_egress" and .observation.object == $e) and any(.verdicts[]; .rule == "filesystem.writable_paths" and .observation.object == "/var/app.log")' <<<"$stdout" >/dev/null ||
+		fail "simulate strict: $stdout"
+
+	# A new action while learning: recorded, and simulate names exactly it.
+	rexec c1 nc -w2 "$NET.2" "$PORT2"
+	assert_success
+	rrun rt zone simulate web --policy "$suggested" --format json
+	assert_failure 1
+	jq -e --arg o "tcp $NET.2:$PORT2" '.source == "recording" and .denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
+		fail "simulate after the new action: $stdout"
+
+	# Enforced, in a new container (a running one keeps the Landlock domain
+	# it started with): the workload runs without a deny, the new action is
+	# denied with an event.
+	rrun rt zone update web --policy "$suggested"
+	assert_success
+	rt delete --force c1
+	run_ct c2 b
+	wire_peer c2 4
+	learned_workload c2
+	[[ $(deny_count web) -eq 0 ]] || fail "the workload was denied under its suggestion: $(zone_events web)"
+	rexec c2 nc -w2 "$NET.2" "$PORT2"
+	assert_failure
+	assert_match "$stderr" "Operation not permitted"
+	wait_event web ".decision == \"deny\" and .object == \"$NET.2:$PORT2 (operation not permitted)\" and .container == \"c2\"" >/dev/null
+	[[ $(deny_count web) -eq 1 ]] || fail "want exactly the new action denied: $(zone_events web)"
 }
