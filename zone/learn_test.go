@@ -71,3 +71,37 @@ func TestRecordObservationsMergesAndBounds(t *testing.T) {
 		t.Errorf("%d observations left after DeleteObservations", len(got))
 	}
 }
+
+func TestSetPolicyLearn(t *testing.T) {
+	strict, err := Preset(PresetStrict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict.Resources.PidsMax = 64
+	asked := strict.Clone()
+	asked.Zone.Mode = ModeLearn
+
+	var z Zone
+	z.SetPolicy(asked)
+	if z.Policy.Zone.Mode != ModeLearn || z.Learning == nil || z.Learning.Zone.Mode != ModeEnforce {
+		t.Fatalf("learning zone: policy mode %q, learning %+v", z.Policy.Zone.Mode, z.Learning)
+	}
+	// What the learning zone enforces: no rule its recording covers, the
+	// base's resources.
+	if z.Policy.Capabilities.Allowed != nil || z.Policy.Network.AllowedEgress != nil ||
+		z.Policy.Filesystem.WritablePaths != nil || len(z.Policy.Syscalls.Deny) != 0 || z.Policy.Resources.PidsMax != 64 {
+		t.Errorf("learn policy %+v", z.Policy)
+	}
+	if !z.Learning.Equal(strict) {
+		t.Errorf("base %+v, want the strict preset", z.Learning)
+	}
+	if !z.AskedPolicy().Equal(asked) {
+		t.Errorf("asked policy %+v, want %+v", z.AskedPolicy(), asked)
+	}
+
+	// Any other mode ends learning.
+	z.SetPolicy(strict)
+	if z.Learning != nil || !z.Policy.Equal(strict) || !z.AskedPolicy().Equal(strict) {
+		t.Errorf("after an enforced policy: %+v, learning %+v", z.Policy, z.Learning)
+	}
+}

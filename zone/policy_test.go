@@ -118,7 +118,7 @@ func TestParsePolicyErrors(t *testing.T) {
 				"policy.toml: line 6: unknown key \"zone.modes\""},
 		{"top = 1\n", `policy.toml: line 1: unknown key "top"`},
 		{"[zone]\nmode = \"enforce\"\nextra.key = 1\n", `policy.toml: line 3: unknown key "zone.extra.key"`},
-		{"[zone]\nmode = \"block\"\n", `policy.toml: line 2: zone.mode: must be "enforce" or "audit", not "block"`},
+		{"[zone]\nmode = \"block\"\n", `policy.toml: line 2: zone.mode: must be "enforce", "audit" or "learn", not "block"`},
 		{"[zone]\nadmission = \"lax\"\n", `policy.toml: line 2: zone.admission: must be "strict" or "audit", not "lax"`},
 		{"[zone]\nmode = 5\n", `policy.toml: line 2: zone.mode: expected a string, got a TOML integer`},
 		{"zone = \"x\"\n", `policy.toml: line 1: zone: expected a table, got a TOML string`},
@@ -154,7 +154,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"[zone\n", `policy.toml: line 1: expected ']' to close table name`},
 		{"[zone]\nmode = \"audit\"\nmode = \"enforce\"\n", `policy.toml: line 3: key mode is already defined`},
 		{"[zone]\nmode = \"x\"\n[capabilities]\nallowed = [\"NOPE\"]\n",
-			"policy.toml: line 2: zone.mode: must be \"enforce\" or \"audit\", not \"x\"\n" +
+			"policy.toml: line 2: zone.mode: must be \"enforce\", \"audit\" or \"learn\", not \"x\"\n" +
 				"policy.toml: line 4: capabilities.allowed: unknown capability \"NOPE\""},
 	}
 	for _, tt := range tests {

@@ -859,6 +859,38 @@ setup() {
 		start rp rawping "$W/rawping.toml" hostnet netraw
 }
 
+# check_x_learn: a learning zone denies its workload nothing and records
+# what it does, from the workload's first instruction: a file read, a write
+# the strict base would refuse, a connection to the host's loopback (the
+# container shares the host's network namespace) and, on bpf-lsm, a
+# capability (binding port 80). Nothing of the runtime's own set-up.
+check_x_learn() {
+	local o
+	expect_ok rt zone learn lrn || return 1
+	bundle lrn lrn "" hostnet
+	r rt run -d --bundle "$W/b/lrn" lrn
+	[ $rc = 0 ] || fail "rauha run -d lrn: $err" || return 1
+	expect_ok rt exec lrn sh -c "cat /etc/hostname >/dev/null; echo x >/tmp/x; cat /tmp/x; nc -w1 127.0.0.1 $OK_PORT </dev/null; nc -l -p 80 & p=\$!; sleep 0.3; kill \$p" || return 1
+	[ "$out" = x ] || fail "the workload was stopped: $out" || return 1
+	expect_ok rt zone learn lrn --show || return 1
+	o=$out
+	note "$o"
+	printf '%s\n' "$o" | grep -Eq "^exec +/bin/sh +1 " || fail "no exec of /bin/sh" || return 1
+	printf '%s\n' "$o" | grep -Eq "^read +/etc/hostname +1 " || fail "no read of /etc/hostname" || return 1
+	printf '%s\n' "$o" | grep -Eq "^write +/tmp/x +1 " || fail "no write of /tmp/x" || return 1
+	printf '%s\n' "$o" | grep -Eq "^read +/tmp/x +1 " || fail "no read of /tmp/x" || return 1
+	printf '%s\n' "$o" | grep -Eq "^egress +tcp 127.0.0.1:$OK_PORT +1 " || fail "no egress to 127.0.0.1:$OK_PORT" || return 1
+	if [ "$BACKEND" = bpf-lsm ]; then
+		printf '%s\n' "$o" | grep -Eq "^capability +CAP_NET_BIND_SERVICE " || fail "no CAP_NET_BIND_SERVICE" || return 1
+	fi
+	# Every object is the container's, none the runtime's.
+	printf '%s\n' "$o" | tail -n +2 | grep -Ev " lrn\$" && { fail "objects of no container"; return 1; }
+	expect_ok rt zone events lrn || return 1
+	[ -z "$out" ] || fail "denies while learning: $out" || return 1
+	expect_ok rt delete --force lrn || return 1
+	expect_ok rt zone delete lrn
+}
+
 cleanup() {
 	local z
 	for z in $(rt zone list --format json 2>/dev/null | grep -o '"name": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'); do
@@ -900,6 +932,7 @@ t "pid namespace: one shared with a task of no zone is refused (strict) or flagg
 t "resources: update above the zone's pids_max refused naming the limit, with an event; verify reads the cgroup" check_x_resources
 t "exec routes: memfd exec, mmap PROT_EXEC, the loader, a copy, the denied binary mapped: all run outside, denied in the zone" check_x_execroutes
 t "entrypoint: start and run -d fail with the exec error when the zone denies it (exec.deny, filesystem.deny), with an event" check_x_entrypoint
+t "learn: a learning zone records its workload's files, egress and (bpf-lsm) capabilities, denies nothing" check_x_learn
 t "verify: zones pass with backend $BACKEND, members sharing host namespaces are named" check_verify_all
 t "cleanup: zone delete --force removes every container and cgroup" cleanup
 echo "1..$n"

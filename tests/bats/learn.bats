@@ -1,0 +1,161 @@
+#!/usr/bin/env bats
+# zone learn: a learning zone denies its workload nothing of what its
+# recording covers and records it, aggregated by kind and object, from the
+# workload's first instruction (never the runtime's own set-up). The
+# recording is read with `rauha zone learn NAME --show --format json`.
+
+load helpers
+load zone_helpers
+
+# peer: a network namespace of this test ($PEER, lo up) with a subnet
+# $NET.0/24 for a wire to the container.
+peer() {
+	PEER=rauha-$TEST_UID
+	ip netns add "$PEER" || fail "ip netns add $PEER"
+	echo "$PEER" >>"$BATS_TEST_TMPDIR/netns"
+	ip -n "$PEER" link set lo up
+	NET=10.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+}
+
+# wire PID: a veth pair between the network namespace of PID ($NET.3) and
+# $PEER ($NET.2). It goes away with the container's namespace.
+wire() {
+	local pid=$1 ours=rc$RANDOM theirs=rp$RANDOM
+	ip link add "$ours" netns "$pid" type veth peer name "$theirs" netns "$PEER" || fail "ip link add"
+	nsenter -t "$pid" -n sh -c "ip addr add $NET.3/24 dev $ours && ip link set $ours up" || fail "configure $ours"
+	ip -n "$PEER" addr add "$NET.2/24" dev "$theirs"
+	ip -n "$PEER" link set "$theirs" up
+}
+
+# listen PORT: a TCP listener in $PEER on $NET.2:PORT that writes what it
+# receives to $BATS_TEST_TMPDIR/got.
+listen() {
+	bg ip netns exec "$PEER" busybox nc -l -p "$1" >"$BATS_TEST_TMPDIR/got"
+	LPORT=$1
+	retry 50 0.1 eval 'ip netns exec "$PEER" ss -Htln "sport = :$LPORT" | grep -q .' || fail "listener did not start"
+}
+
+# observed ZONE: the zone's recording as "KIND OBJECT COUNT" lines, sorted.
+observed() {
+	rt zone learn "$1" --show --format json | jq -r '.[] | "\(.kind) \(.object) \(.count)"' | sort
+}
+
+# The workload: runs several binaries, reads a file twice, writes under /var
+# and /tmp, connects to the listener, and then waits.
+workload() {
+	set_args b sh -c "/bin/ls / >/dev/null; /bin/cat /etc/greeting; /bin/cat /etc/greeting >/tmp/copy
+		echo var >/var/learned; echo hi | /usr/bin/nc $NET.2 $1; echo done >/tmp/done; exec /bin/sleep 600"
+	echo hello >"$(bundle_dir b)/rootfs/etc/greeting"
+}
+
+@test "zone learn: the workload runs undenied and exactly what it did is recorded, counted" {
+	peer
+	local port
+	port=$(free_port)
+	rt zone learn lz
+	rrun rt zone list
+	assert_match "${lines[1]}" "^lz[[:space:]]+[0-9]+[[:space:]]+learn[[:space:]]+preset:strict[[:space:]]+0$"
+	zone_json lz | jq -e '.policy.zone.mode == "learn" and .learning.zone.mode == "enforce" and .learning.network.allowed_egress == []' >/dev/null ||
+		fail "zone inspect: $(zone_json lz)"
+
+	in_zone b lz
+	workload "$port"
+	create_ct c1 b
+	wire "$(ct_pid c1)"
+	listen "$port"
+	rt start c1
+	wait_file "$(bundle_dir b)/rootfs/tmp/done"
+
+	# Nothing denied: strict allows no write under /var and no egress.
+	assert_eq "$(cat "$(bundle_dir b)/rootfs/var/learned")" var
+	retry 50 0.1 grep -qx hi "$BATS_TEST_TMPDIR/got" || fail "the listener got: $(cat "$BATS_TEST_TMPDIR/got"); the workload said: $(cat "$BATS_TEST_TMPDIR/c1.err")"
+	no_event lz 'true'
+
+	# An exec'd process is recorded from its first instruction, the
+	# runtime's exec set-up is not.
+	rexec c1 /bin/cat /etc/greeting
+	assert_success
+	assert_eq "$output" hello
+
+	rrun observed lz
+	assert_success
+	assert_eq "$output" "$(sort <<-EOF
+		egress tcp $NET.2:$port 1
+		exec /bin/cat 3
+		exec /bin/ls 1
+		exec /usr/bin/nc 1
+		exec /bin/sh 1
+		exec /bin/sleep 1
+		read / 1
+		read /etc/greeting 3
+		write /dev/null 1
+		write /tmp/copy 1
+		write /tmp/done 1
+		write /var/learned 1
+	EOF
+	)"
+	rt zone learn lz --show --format json | jq -e --arg c c1 'all(.[]; .container == $c and .first != null and .comm != "")' >/dev/null ||
+		fail "observations without their container: $(rt zone learn lz --show --format json)"
+
+	# Later drains add to the counts.
+	rexec c1 /bin/cat /etc/greeting
+	assert_success
+	rrun observed lz
+	assert_match "$output" "exec /bin/cat 4"
+	assert_match "$output" "read /etc/greeting 4"
+}
+
+@test "zone learn: the base policy's denied syscalls are recorded, and update to an enforced policy ends learning" {
+	requires seccomp
+	rt zone learn lz --policy "$(policy base <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		[syscalls]
+		deny = ["keyctl", "userfaultfd"]
+	EOF
+	)"
+	zone_json lz | jq -e '.learning.syscalls.deny == ["keyctl", "userfaultfd"] and .learning.zone.mode == "enforce"' >/dev/null ||
+		fail "zone inspect: $(zone_json lz)"
+	in_zone b lz
+	set_args b sleep 600
+	cp "$(build_helper sysprobe)" "$(bundle_dir b)/rootfs/bin/sysprobe"
+	run_ct c1 b
+	rexec c1 sh -c 'echo x >/var/written && cat /var/written'
+	assert_success
+	# busybox has no keyctl applet: the sysprobe helper makes the call,
+	# which the base policy denies and the learning zone lets through.
+	rexec c1 /bin/sysprobe keyctl
+	assert_success
+	rrun observed lz
+	assert_match "$output" "write /var/written 1"
+	assert_match "$output" "exec /bin/sysprobe 1"
+	assert_match "$output" "syscall keyctl 1"
+	[[ $output != *userfaultfd* ]] || fail "a syscall never made was recorded: $output"
+
+	# The recording stays after learning ends; the zone enforces from then on.
+	rt zone update lz --policy "$BATS_TEST_TMPDIR/base.toml"
+	zone_json lz | jq -e '.learning == null and .policy.zone.mode == "enforce"' >/dev/null || fail "zone inspect: $(zone_json lz)"
+	rrun rt zone list
+	assert_match "${lines[1]}" "^lz[[:space:]]+[0-9]+[[:space:]]+enforce[[:space:]]"
+	make_bundle b2 sh -c 'echo y >/var/again'
+	in_zone b2 lz
+	rrun rt run --bundle "$(bundle_dir b2)" c2
+	assert_failure
+	assert_match "$output" "Read-only file system|Permission denied"
+	rrun observed lz
+	assert_match "$output" "write /var/written 1"
+	[[ $output != *again* ]] || fail "recorded after learning ended: $output"
+}
+
+@test "zone learn: --show of a zone that never learned is empty; errors name the flags" {
+	rt zone create plain --preset standard
+	rrun rt zone learn plain --show --format json
+	assert_success
+	assert_eq "$output" "[]"
+	rrun rt zone learn nosuch --show
+	assert_failure
+	assert_match "$output" "zone nosuch does not exist"
+	rrun rt zone learn plain --show --preset strict
+	assert_failure
+	assert_match "$output" "takes no --policy or --preset"
+}
