@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/urfave/cli/v2"
@@ -33,6 +34,8 @@ var zoneCommand = &cli.Command{
 		zoneEventsCommand,
 		zoneStatsCommand,
 		zoneReconcileCommand,
+		zoneSuggestCommand,
+		zoneSimulateCommand,
 	},
 }
 
@@ -420,4 +423,204 @@ var zoneReconcileCommand = &cli.Command{
 		}
 		return err
 	},
+}
+
+var zoneSuggestCommand = &cli.Command{
+	Name:  "suggest",
+	Usage: "print the narrowest policy that allows what a zone recorded (learned, or its deny and audit events)",
+	Description: `The suggestion starts from a base policy (--base PRESET or --policy FILE; default:
+the base the zone learns against, strict for a zone that is not learning) and widens it
+only where a recorded operation needs it; each rule says what needed it.
+Apply it with 'rauha zone update NAME --policy FILE', after 'rauha zone simulate'.`,
+	ArgsUsage: "<zone>",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "toml", Usage: "toml or json"},
+		&cli.StringFlag{Name: "base", Usage: "the preset the suggestion widens: " + strings.Join(zone.PresetNames(), ", ") + " (default: the base the zone learns against, else strict)"},
+		&cli.StringFlag{Name: "policy", Usage: "a policy file (TOML) the suggestion widens, instead of --base"},
+	},
+	Action: func(c *cli.Context) error {
+		if err := checkArgs(c, 1, exactArgs); err != nil {
+			return err
+		}
+		format := c.String("format")
+		if format != "toml" && format != "json" {
+			return fmt.Errorf("invalid --format %q: use toml or json", format)
+		}
+		base, src, err := suggestBase(c)
+		if err != nil {
+			return err
+		}
+		e, err := newEngine(c)
+		if err != nil {
+			return err
+		}
+		name := c.Args().First()
+		s, r, _, err := e.Suggest(name, base)
+		if err != nil {
+			return err
+		}
+		switch {
+		case src != "":
+		case r.Zone.Learning != nil:
+			src = r.Zone.PolicySource // the base it learns against
+		default:
+			src = "preset:" + zone.PresetStrict
+		}
+		if format == "json" {
+			return printJSON(struct {
+				*zone.Suggestion
+				Zone   string `json:"zone"`
+				Base   string `json:"base"`
+				Source string `json:"source"`
+				Count  int    `json:"observations"`
+			}{s, name, src, r.Source, len(r.Observations)}, "  ")
+		}
+		_, err = os.Stdout.Write(s.TOML(
+			fmt.Sprintf("Suggested by 'rauha zone suggest %s' from %d recorded operations (%s) on %s,", name, len(r.Observations), recordingSource(r), r.Backend),
+			fmt.Sprintf("widening %s. Check it with 'rauha zone simulate %s --policy FILE',", src, name),
+			fmt.Sprintf("then apply it with 'rauha zone update %s --policy FILE'.", name),
+		))
+		return err
+	},
+}
+
+// suggestBase reads --base PRESET or --policy FILE; neither: nil, for the
+// base the zone learns against (strict for a zone that is not learning).
+func suggestBase(c *cli.Context) (*zone.Policy, string, error) {
+	file, preset := c.String("policy"), c.String("base")
+	switch {
+	case file != "" && preset != "":
+		return nil, "", errors.New("give --base PRESET or --policy FILE, not both")
+	case file != "":
+		if !strings.ContainsRune(file, '/') {
+			file = "./" + file
+		}
+		return zone.LoadPolicy(file, libzone.SyscallChecker())
+	case preset != "":
+		return zone.LoadPolicy("preset:"+preset, nil)
+	}
+	return nil, "", nil
+}
+
+func recordingSource(r *libzone.Recording) string {
+	if r.Source == libzone.RecordingEvents {
+		return "its deny and audit events"
+	}
+	return "its recording"
+}
+
+var zoneSimulateCommand = &cli.Command{
+	Name:  "simulate",
+	Usage: "replay what a zone recorded against a candidate policy and print what it would deny, changing nothing; exit 1 if anything would be denied",
+	Description: `The recording is the zone's observations when it learned, otherwise its deny and
+audit events. Exit status: 0 nothing would be denied, 1 something would, 2 error
+(also when nothing would be denied but some recorded operations could not be judged).`,
+	ArgsUsage: "<zone> --policy FILE",
+	Flags: append([]cli.Flag{
+		&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "text", Usage: "text or json"},
+	}, policyFlags...),
+	Action: func(c *cli.Context) error {
+		return simulateExit(zoneSimulate(c))
+	},
+}
+
+// simulateExit maps a failed simulation to exit status 2, so that 1 means
+// only "would deny".
+func simulateExit(err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	return &codeError{code: 2, err: err}
+}
+
+func zoneSimulate(c *cli.Context) error {
+	if err := checkArgs(c, 1, exactArgs); err != nil {
+		return err
+	}
+	format := c.String("format")
+	if format != "text" && format != "json" {
+		return fmt.Errorf("invalid --format %q: use text or json", format)
+	}
+	p, _, err := policyFlag(c, true)
+	if err != nil {
+		return err
+	}
+	e, err := newEngine(c)
+	if err != nil {
+		return err
+	}
+	name := c.Args().First()
+	vs, r, unjudged, err := e.Simulate(name, p)
+	if err != nil {
+		return err
+	}
+	denied := 0
+	for _, v := range vs {
+		if v.Decision == zone.DecisionDeny {
+			denied++
+		}
+	}
+	if format == "json" {
+		if vs == nil {
+			vs = []zone.Verdict{}
+		}
+		err = printJSON(struct {
+			Zone     string         `json:"zone"`
+			Source   string         `json:"source"`
+			Backend  string         `json:"backend"`
+			Count    int            `json:"observations"`
+			Denied   int            `json:"denied"`
+			Verdicts []zone.Verdict `json:"verdicts"`
+			Unjudged []string       `json:"unjudged,omitempty"`
+		}{name, r.Source, r.Backend, len(r.Observations), denied, vs, errorLines(unjudged)}, "  ")
+	} else {
+		err = printVerdicts(vs, r)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case denied > 0:
+		if unjudged != nil {
+			logrus.Warnf("zone %s: not judged: %v", name, unjudged)
+		}
+		return &exitError{status: 1}
+	case unjudged != nil:
+		// Nothing denied, but not everything could be judged: no "0".
+		return fmt.Errorf("zone %s: recorded operations that cannot be judged: %w", name, unjudged)
+	}
+	return nil
+}
+
+// printVerdicts prints the verdicts grouped by the rule that decides them.
+func printVerdicts(vs []zone.Verdict, r *libzone.Recording) error {
+	var b strings.Builder
+	var rules []string
+	byRule := map[string][]zone.Verdict{}
+	for _, v := range vs {
+		if byRule[v.Rule] == nil {
+			rules = append(rules, v.Rule)
+		}
+		byRule[v.Rule] = append(byRule[v.Rule], v)
+	}
+	for _, rule := range rules {
+		fmt.Fprintf(&b, "%s:\n", rule)
+		for _, v := range byRule[rule] {
+			o := v.Observation
+			fmt.Fprintf(&b, "  %s %s %q: %s (%s)\n", strings.ToUpper(v.Decision), o.Kind, o.Object, v.Reason, o.Describe())
+		}
+	}
+	fmt.Fprintf(&b, "%d of %d recorded operations (%s of zone %s, %s) would be denied or audited\n",
+		len(vs), len(r.Observations), recordingSource(r), r.Zone.Name, r.Backend)
+	_, err := os.Stdout.WriteString(b.String())
+	return err
+}
+
+// errorLines are the lines of err's message, nil for nil.
+func errorLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return strings.Split(err.Error(), "\n")
 }
