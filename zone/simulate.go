@@ -96,7 +96,7 @@ type simulator struct {
 // are enforced by Landlock or seccomp, which cannot audit.
 func (s simulator) auditable(rule string) bool {
 	switch rule {
-	case "network.allowed_egress", "network.allowed_zones":
+	case "network.allowed_egress", "network.allowed_zones", "network.denied_egress":
 		return true
 	case "filesystem.deny", "exec.deny", "signals.allowed_zones":
 		return !s.ctx.Landlock // LSM hooks on bpf-lsm; Landlock on the fallback
@@ -276,6 +276,13 @@ func (d EgressObject) Rule() Egress {
 }
 
 func (s simulator) egress(d EgressObject) *Verdict {
+	// denied_egress wins over every allow, as in the kernel.
+	denies, _ := s.p.Network.Denied() // a parsed policy has no bad entry
+	for _, r := range denies {
+		if r.Contains(d.Addr, d.Port) {
+			return s.verdict("network.denied_egress", r.String(), "%s is in denied_egress", egressEntry(d.Rule()))
+		}
+	}
 	rules, err := s.p.Network.Egress()
 	if err != nil || rules == nil {
 		return nil // absent: not restricted (a parsed policy has no bad entry)

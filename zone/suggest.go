@@ -353,6 +353,25 @@ func (sg *suggester) canWriteTree(d string, execs []Observation) bool {
 
 func (sg *suggester) egress(obs []Observation) {
 	n := &sg.p.Network
+	// A recorded destination that a denied_egress entry covers takes the
+	// entry away: the workload needed it.
+	for _, o := range obs {
+		d, err := ParseEgressObject(o.Object)
+		if err != nil {
+			continue // Simulate rejected it already
+		}
+		n.DeniedEgress = slices.DeleteFunc(n.DeniedEgress, func(e string) bool {
+			r, err := ParseEgress(e)
+			if err != nil || !r.Contains(d.Addr, d.Port) {
+				return false
+			}
+			sg.note("network.denied_egress", "-"+e, fmt.Sprintf("%s %s", o.Object, o.Describe()))
+			return true
+		})
+	}
+	if len(n.DeniedEgress) == 0 {
+		n.DeniedEgress = nil
+	}
 	if n.AllowedEgress == nil {
 		return // not restricted
 	}

@@ -409,3 +409,51 @@ func TestSuggestListsMalformedAsUnresolved(t *testing.T) {
 		t.Errorf("simulate: %+v, %v; want no verdict and an error naming rel/x", vs, err)
 	}
 }
+
+// denied_egress wins over allowed_egress in Simulate as in the kernel, and
+// a recorded destination it covers takes the entry out of a suggestion.
+func TestDeniedEgressInSimulateAndSuggest(t *testing.T) {
+	base := strict(t)
+	base.Network.AllowedEgress = List("169.254.0.0/16")
+	meta := ob(ObserveEgress, "tcp 169.254.169.254:80")
+	other := ob(ObserveEgress, "tcp 169.254.1.1:80")
+	vs, err := Simulate(base, []Observation{meta, other}, SimulateContext{Zone: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || vs[0].Observation != meta || vs[0].Rule != "network.denied_egress" || vs[0].Entry != "169.254.169.254/32" {
+		t.Fatalf("verdicts %+v, want only the metadata address, by denied_egress 169.254.169.254/32", vs)
+	}
+	s := suggest(t, base, []Observation{meta, other})
+	if slices.Contains(s.Policy.Network.DeniedEgress, "169.254.169.254/32") {
+		t.Errorf("denied_egress %q still holds the recorded destination", s.Policy.Network.DeniedEgress)
+	}
+	if !slices.Contains(s.Policy.Network.DeniedEgress, "fd00:ec2::254/128") {
+		t.Errorf("denied_egress %q lost an entry nothing recorded needed", s.Policy.Network.DeniedEgress)
+	}
+}
+
+// Every key of a policy survives the suggestion's TOML: a key added to
+// Policy but not to the writer would be dropped from every suggestion.
+func TestSuggestionTOMLWritesEveryKey(t *testing.T) {
+	p := &Policy{
+		Zone:         ZoneSettings{Mode: ModeEnforce, Admission: AdmissionStrict},
+		Capabilities: Capabilities{Allowed: List("CAP_CHOWN")},
+		Filesystem:   Filesystem{WritablePaths: List("/tmp"), ReadOnly: []string{"/tmp/ro"}, Deny: []string{"/etc/shadow"}},
+		Exec:         Exec{Allow: []string{"/bin"}, Deny: []string{"/bin/su"}},
+		Network: Network{Mode: NetworkBridged, Subnet: "10.9.0.0/24", AllowedEgress: List("10.0.0.0/8:443"),
+			DeniedEgress: []string{"10.1.0.0/16"}, AllowedZones: List("db")},
+		Signals:   Signals{AllowedZones: []string{"ops"}},
+		Resources: Resources{CPUShares: 512, MemoryLimit: 1 << 30, IOWeight: 100, PidsMax: 64},
+		Devices:   Devices{Allowed: List("null")},
+		Syscalls:  Syscalls{Deny: []string{"keyctl"}},
+	}
+	text := (&Suggestion{Policy: p}).TOML("every key")
+	back, err := ParsePolicy("every.toml", text, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if !back.Equal(p) {
+		t.Fatalf("written and read back:\n%s\nparsed %+v\nwant   %+v", text, back, p)
+	}
+}

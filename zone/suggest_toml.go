@@ -49,7 +49,11 @@ func (s *Suggestion) TOML(header ...string) []byte {
 	if p.Network.Mode != "" {
 		w.str("mode", p.Network.Mode)
 	}
+	if p.Network.Subnet != "" {
+		w.str("subnet", p.Network.Subnet)
+	}
 	w.list("network.allowed_egress", p.Network.AllowedEgress)
+	w.list("network.denied_egress", plain(p.Network.DeniedEgress))
 	w.list("network.allowed_zones", p.Network.AllowedZones)
 	w.table("signals")
 	w.list("signals.allowed_zones", plain(p.Signals.AllowedZones))
