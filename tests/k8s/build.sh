@@ -26,6 +26,9 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 mkdir -p "$BIN"
+# One build at a time per cache (parallel runs on one machine share it).
+exec 9>"$K8S_CACHE/.lock"
+flock 9
 
 build_kube() {
 	local missing=() b
