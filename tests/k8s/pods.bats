@@ -15,6 +15,10 @@ ZONE=web
 ALLOWED_PORT=18491
 DENIED_PORT=18492
 
+# kubectl in the cluster's network namespace, as a command (the step helpers
+# run it under timeout(1), which cannot run a shell function)
+KCTL=(nsenter --net="/run/netns/$K8S_NETNS" -- "$K8S_BIN/kubectl" --kubeconfig "$K8S_KUBECONFIG")
+
 # lib.bash's setup() follows CLIENT_TESTS; this suite has its own stage.
 setup() { :; }
 
@@ -67,12 +71,12 @@ pod() {
 			\"automountServiceAccountToken\": false, \"enableServiceLinks\": false,
 			\"containers\": [{\"name\": \"app\", \"image\": \"$IMAGE_NAME\", \"imagePullPolicy\": \"Never\",
 				\"command\": [\"sh\", \"-c\", \"trap 'exit 0' TERM; sleep 600 & wait\"]}]}}" \
-		kctl apply -f -
+		"${KCTL[@]}" apply -f -
 }
 
 # wait_ready NAME
 wait_ready() {
-	ok kctl wait --for=condition=Ready "pod/$1" --timeout=60s || { kctl describe pod "$1" >&2; return 1; }
+	ok "${KCTL[@]}" wait --for=condition=Ready "pod/$1" --timeout=60s || { kctl describe pod "$1" >&2; return 1; }
 }
 
 # container_id NAME: the containerd id of the pod's container.
@@ -92,23 +96,20 @@ fails_with() {
 # describe_has POD TEXT: `kubectl describe pod POD` mentions TEXT.
 describe_has() { kctl describe pod "$1" | grep -qF -- "$2"; }
 
-# zone_events_json: the zone's events (drains the kernel's buffer first).
-zone_events_json() { "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format json; }
-
 @test "k8s: the node is Ready, kubectl and the RuntimeClass rauha work" {
-	ok_match "Server Version: $K8S_VERSION" kctl version
-	ok_match 'localhost +Ready' kctl get nodes
-	ok_match '^rauha +rauha' kctl get runtimeclass --no-headers
+	ok_match "Server Version: $K8S_VERSION" "${KCTL[@]}" version
+	ok_match 'localhost +Ready' "${KCTL[@]}" get nodes
+	ok_match '^rauha +rauha' "${KCTL[@]}" get runtimeclass --no-headers
 }
 
 @test "k8s: without a zone (runc) a pod writes /etc and reaches both ports" {
 	pod plain "" '{}'
 	wait_ready plain
-	ok kctl exec plain -- sh -c 'echo x >/etc/probe && cat /etc/probe'
+	ok "${KCTL[@]}" exec plain -- sh -c 'echo x >/etc/probe && cat /etc/probe'
 	expect_eq "write to /etc" x "$output"
-	ok_match "hello-$DENIED_PORT" kctl exec plain -- wget -qO- -T 5 "http://$K8S_GW:$DENIED_PORT/msg"
-	ok_match "hello-$ALLOWED_PORT" kctl exec plain -- wget -qO- -T 5 "http://$K8S_GW:$ALLOWED_PORT/msg"
-	ok kctl delete pod plain --wait=true --timeout=60s
+	ok_match "hello-$DENIED_PORT" "${KCTL[@]}" exec plain -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	ok_match "hello-$ALLOWED_PORT" "${KCTL[@]}" exec plain -- wget -qO- "http://$K8S_GW:$ALLOWED_PORT/msg"
+	ok "${KCTL[@]}" delete pod plain --wait=true --timeout=60s
 }
 
 @test "k8s: a rauha pod in zone web runs, and its sandbox and container are members" {
@@ -125,18 +126,18 @@ zone_events_json() { "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format
 }
 
 @test "k8s: kubectl exec egress to a port the zone does not allow is denied, and recorded" {
-	ok_match "hello-$ALLOWED_PORT" kctl exec web -- wget -qO- -T 5 "http://$K8S_GW:$ALLOWED_PORT/msg"
-	fails_with 'Operation not permitted' kctl exec web -- wget -qO- -T 5 "http://$K8S_GW:$DENIED_PORT/msg"
-	ok zone_events_json
+	ok_match "hello-$ALLOWED_PORT" "${KCTL[@]}" exec web -- wget -qO- "http://$K8S_GW:$ALLOWED_PORT/msg"
+	fails_with 'Operation not permitted' "${KCTL[@]}" exec web -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format json
 	jq -e --arg obj "$K8S_GW:$DENIED_PORT (operation not permitted)" --arg id "$(cat "$K_RUN/test/web.id")" \
 		'select(.control == "egress" and .decision == "deny" and .object == $obj and .container == $id)' \
 		<<<"$output" >/dev/null || { echo "# no egress deny event in:"$'\n'"$output" >&2; false; }
 }
 
 @test "k8s: kubectl exec write to read-only /etc is denied, and recorded" {
-	fails_with 'Read-only file system' kctl exec web -- sh -c 'echo x >/etc/probe'
-	fails_with 'No such file' kctl exec web -- cat /etc/probe
-	ok zone_events_json
+	fails_with 'Read-only file system' "${KCTL[@]}" exec web -- sh -c 'echo x >/etc/probe'
+	fails_with 'No such file' "${KCTL[@]}" exec web -- cat /etc/probe
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format json
 	jq -e 'select(.control == "file" and .decision == "deny" and (.object | startswith("/etc/probe")))' \
 		<<<"$output" >/dev/null || { echo "# no file deny event in:"$'\n'"$output" >&2; false; }
 }
@@ -147,7 +148,7 @@ zone_events_json() { "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format
 }
 
 @test "k8s: deleting the pod leaves no zone member" {
-	ok kctl delete pod web --wait=true --timeout=60s
+	ok "${KCTL[@]}" delete pod web --wait=true --timeout=60s
 	ok "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$ZONE"
 	expect_eq "members after delete" 0 "$(jq '.members | length' <<<"$output")"
 	ok "$RT" --root "$K8S_RAUHA_ROOT" list -q
@@ -158,11 +159,11 @@ zone_events_json() { "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format
 	pod nozone rauha '{"org.rauha.zone": "nosuchzone"}'
 	# the kubelet reports the sandbox failure as an event on the pod
 	wait_for 60 describe_has nozone FailedCreatePodSandBox || true
-	ok kctl describe pod nozone
+	ok "${KCTL[@]}" describe pod nozone
 	[[ $output == *"zone nosuchzone does not exist: create it first with 'rauha zone create nosuchzone"* ]] ||
 		{ echo "# describe pod nozone:"$'\n'"$output" >&2; false; }
 	[[ $output == *FailedCreatePodSandBox* ]] || { echo "$output" >&2; false; }
-	ok kctl get pod nozone -o jsonpath='{.status.phase}'
+	ok "${KCTL[@]}" get pod nozone -o jsonpath='{.status.phase}'
 	expect_eq "phase" Pending "$output"
-	ok kctl delete pod nozone --wait=true --timeout=60s
+	ok "${KCTL[@]}" delete pod nozone --wait=true --timeout=60s
 }
