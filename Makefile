@@ -21,7 +21,7 @@ BUILDTAGS ?= seccomp urfave_cli_no_docs netgo osusergo runc_nocriu
 # the file, and 1-3 ms off each `rauha --version` here (hyperfine).
 STATIC    := -s -w -extldflags -static
 
-.PHONY: build agent crd build-arm64 vet-arm64 build-profile install generate test integration test-vm test-all demo bench clean
+.PHONY: build agent crd build-arm64 vet-arm64 build-profile install generate test integration test-k8s test-vm test-all demo bench clean
 
 build:
 	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS) $(STATIC)" -o rauha .
@@ -61,6 +61,13 @@ test:
 
 integration: build
 	bats --jobs 1 --timing tests/bats
+
+# A real single-node Kubernetes (kube-apiserver, etcd, kubelet, containerd)
+# running pods with ./rauha; the first run builds the Kubernetes binaries
+# (minutes) into /var/cache/rauha-k8s. Root only.
+test-k8s: build
+	bash tests/k8s/build.sh
+	bats --jobs 1 --timing tests/k8s
 
 # The bpf-lsm backend in QEMU guests (this host refuses LSM programs).
 test-vm:

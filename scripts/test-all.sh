@@ -10,7 +10,10 @@
 #   6. go test -fuzz             each fuzz target for FUZZTIME (100000x)
 #   7. tests/clients/setup.bash install   podman, docker, containerd, crictl
 #   8. bats --jobs 1 tests/bats/*.bats   end-to-end tests against ./rauha
-#   9. bpf/vmtest.sh             the bpf-lsm backend in QEMU guests
+#   9. tests/k8s                 a real single-node Kubernetes (kube-apiserver,
+#                                etcd, kubelet, containerd) running pods with
+#                                rauha: tests/k8s/build.sh (cached), pods.bats
+#  10. bpf/vmtest.sh             the bpf-lsm backend in QEMU guests
 #                                (tests/vm/run-in-vm.sh)
 # Prints per-stage timings and closes with "N passed, N failed, N skipped"
 # (go tests + bats tests; a failed check/build/vet stage counts as one
@@ -141,6 +144,42 @@ run_bats() {
 	return $rc
 }
 
+# A real kubelet and API server drive rauha through containerd
+# (tests/k8s/cluster.sh). The Kubernetes binaries are built from the Go module
+# proxy once per machine (tests/k8s/build.sh: minutes cold, nothing when
+# cached in /var/cache/rauha-k8s). Skipped, with the reason, only where the
+# host cannot run a kubelet at all.
+run_k8s() {
+	local log=$LOGDIR/k8s.tap why rc=0
+	if ! why=$(bash "$REPO/tests/k8s/cluster.sh" can-run 2>&1); then
+		echo "SKIPPED: this host cannot run a kubelet: $why"
+		skipped=$((skipped + 1))
+		return 0
+	fi
+	limited 2400 bash "$REPO/tests/k8s/build.sh" >"$LOGDIR/k8s-build.log" 2>&1 </dev/null || {
+		tail -30 "$LOGDIR/k8s-build.log"
+		failed=$((failed + 1))
+		return 1
+	}
+	grep '^k8s-build:' "$LOGDIR/k8s-build.log"
+	BATS_TEST_TIMEOUT=300 limited 1200 bats --jobs 1 --timing "$REPO/tests/k8s" >"$log" 2>&1 </dev/null || rc=$?
+	cat "$log"
+	local p f s
+	s=$(grep -cE '^ok [0-9]+ .*# skip' "$log" || true)
+	p=$(grep -cE '^ok [0-9]+ ' "$log" || true)
+	f=$(grep -cE '^not ok [0-9]+ ' "$log" || true)
+	p=$((p - s))
+	if [[ $rc -ne 0 && $f -eq 0 ]]; then
+		echo "bats exited $rc without a failed test" >&2
+		f=1
+	fi
+	echo "k8s: $p passed, $f failed, $s skipped"
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	return $rc
+}
+
 # arm64 is built like amd64 (static, cgo, libseccomp) with the cross
 # compiler; --version under qemu-user shows the binary starts and links
 # libseccomp.
@@ -221,9 +260,10 @@ stage client-setup run_clients_install || { failed=$((failed + 1)); }
 kernel_state() { ls -d /sys/fs/bpf/rauha* /sys/fs/cgroup/unified/rauha*.anchor /sys/fs/cgroup/rauha*.anchor 2>/dev/null | sort; }
 pins_before=$(kernel_state)
 stage e2e run_bats
+stage k8s run_k8s
 leaked=$(comm -13 <(echo "$pins_before") <(kernel_state) || true)
 if [[ -n $leaked ]]; then
-	echo "FAILED: the e2e run left $(wc -l <<<"$leaked") BPF pin directories or anchor cgroups; removing them:"
+	echo "FAILED: the e2e and k8s runs left $(wc -l <<<"$leaked") BPF pin directories or anchor cgroups; removing them:"
 	echo "$leaked" | head -20
 	grep '^/sys/fs/bpf/' <<<"$leaked" | xargs -r rm -rf
 	grep '\.anchor$' <<<"$leaked" | xargs -r rmdir

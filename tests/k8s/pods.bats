@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# Pods of a real Kubernetes (kube-apiserver, etcd, kubelet and containerd of
+# tests/k8s/cluster.sh) run by the rauha under test through the RuntimeClass
+# "rauha": the zone a pod names is enforced on what `kubectl exec` runs in it.
+# Each attack is first shown to work in a pod of the default handler (runc).
+#
+#   tests/k8s/build.sh && bats tests/k8s/pods.bats      # or: make test-k8s
+#
+# The cluster is brought up in setup_file and torn down in teardown_file.
+
+load ../clients/lib.bash
+source "$BATS_TEST_DIRNAME/cluster.sh"
+
+ZONE=web
+ALLOWED_PORT=18491
+DENIED_PORT=18492
+
+# kubectl in the cluster's network namespace, as a command (the step helpers
+# run it under timeout(1), which cannot run a shell function)
+KCTL=(nsenter --net="/run/netns/$K8S_NETNS" -- "$K8S_BIN/kubectl" --kubeconfig "$K8S_KUBECONFIG")
+
+# lib.bash's setup() follows CLIENT_TESTS; this suite has its own stage.
+setup() { :; }
+
+setup_file() {
+	local why
+	why=$(can_run) || { echo "# this host cannot run a kubelet: $why" >&2; return 1; }
+	runtime_ok
+	up || { down; return 1; }
+	# The zone exists before any pod names it (a pod that names a zone with
+	# no policy annotation must find it): egress only to the allowed port of
+	# the bridge's address, /etc read-only, no CAP_NET_RAW (no raw sockets
+	# around the egress hooks).
+	mkdir -p "$K_RUN/test"
+	cat >"$K_RUN/test/web.toml" <<-EOF
+		[capabilities]
+		allowed = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL"]
+		[filesystem]
+		read_only = ["/etc"]
+		[network]
+		allowed_egress = ["$K8S_GW:$ALLOWED_PORT"]
+	EOF
+	"$RT" --root "$K8S_RAUHA_ROOT" zone create "$ZONE" --policy "$K_RUN/test/web.toml" >&2
+	# Two listeners on the pod bridge's address inside the cluster's network
+	# namespace; their pids are ours, stopped in teardown_file.
+	local port
+	for port in $ALLOWED_PORT $DENIED_PORT; do
+		mkdir -p "$K_RUN/test/www-$port"
+		echo "hello-$port" >"$K_RUN/test/www-$port/msg"
+		start_daemon "$K_RUN/test/httpd-$port.pid" /dev/null \
+			nsenter --net="/run/netns/$K8S_NETNS" -- busybox httpd -f -p "$K8S_GW:$port" -h "$K_RUN/test/www-$port"
+		wait_for 10 in_net busybox wget -qO- "http://$K8S_GW:$port/msg"
+	done
+}
+
+teardown_file() {
+	local port
+	for port in $ALLOWED_PORT $DENIED_PORT; do
+		stop_daemon "$K_RUN/test/httpd-$port.pid" "httpd"
+	done
+	down
+}
+
+# pod NAME RUNTIMECLASS ANNOTATIONS_JSON: apply a busybox pod on node localhost.
+pod() {
+	local rc=${2:+\"runtimeClassName\": \"$2\",}
+	ok_in "{
+		\"apiVersion\": \"v1\", \"kind\": \"Pod\",
+		\"metadata\": {\"name\": \"$1\", \"annotations\": $3},
+		\"spec\": {$rc \"nodeName\": \"localhost\", \"terminationGracePeriodSeconds\": 2,
+			\"automountServiceAccountToken\": false, \"enableServiceLinks\": false,
+			\"containers\": [{\"name\": \"app\", \"image\": \"$IMAGE_NAME\", \"imagePullPolicy\": \"Never\",
+				\"command\": [\"sh\", \"-c\", \"trap 'exit 0' TERM; sleep 600 & wait\"]}]}}" \
+		"${KCTL[@]}" apply -f -
+}
+
+# wait_ready NAME
+wait_ready() {
+	ok "${KCTL[@]}" wait --for=condition=Ready "pod/$1" --timeout=60s || { kctl describe pod "$1" >&2; return 1; }
+}
+
+# container_id NAME: the containerd id of the pod's container.
+container_id() {
+	kctl get pod "$1" -o jsonpath='{.status.containerStatuses[0].containerID}' | sed 's#^containerd://##'
+}
+
+# fails_with REGEX CMD...: CMD must fail (any non-zero exit) and print REGEX.
+fails_with() {
+	local re=$1
+	shift
+	output=$(timeout "$STEP_TIMEOUT" "$@" 2>&1 </dev/null) && status=0 || status=$?
+	[[ $status -ne 0 && $status -ne 124 ]] || { _show "expected a failure" "$*"; return 1; }
+	[[ $output =~ $re ]] || { _show "output does not match /$re/" "$*"; return 1; }
+}
+
+# describe_has POD TEXT: `kubectl describe pod POD` mentions TEXT.
+describe_has() { kctl describe pod "$1" | grep -qF -- "$2"; }
+
+@test "k8s: the node is Ready, kubectl and the RuntimeClass rauha work" {
+	ok_match "Server Version: $K8S_VERSION" "${KCTL[@]}" version
+	ok_match 'localhost +Ready' "${KCTL[@]}" get nodes
+	ok_match '^rauha +rauha' "${KCTL[@]}" get runtimeclass --no-headers
+}
+
+@test "k8s: without a zone (runc) a pod writes /etc and reaches both ports" {
+	pod plain "" '{}'
+	wait_ready plain
+	ok "${KCTL[@]}" exec plain -- sh -c 'echo x >/etc/probe && cat /etc/probe'
+	expect_eq "write to /etc" x "$output"
+	ok_match "hello-$DENIED_PORT" "${KCTL[@]}" exec plain -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	ok_match "hello-$ALLOWED_PORT" "${KCTL[@]}" exec plain -- wget -qO- "http://$K8S_GW:$ALLOWED_PORT/msg"
+	ok "${KCTL[@]}" delete pod plain --wait=true --timeout=60s
+}
+
+@test "k8s: a rauha pod in zone web runs, and its sandbox and container are members" {
+	pod web rauha "{\"org.rauha.zone\": \"$ZONE\"}"
+	wait_ready web
+	local id
+	id=$(container_id web)
+	[[ -n $id ]]
+	zone_lists "$K8S_RAUHA_ROOT" "$ZONE" "$id"
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$ZONE"
+	# the pause sandbox gets the pod's annotations too
+	expect_eq "members" 2 "$(jq '.members | length' <<<"$output")"
+	echo "$id" >"$K_RUN/test/web.id"
+}
+
+@test "k8s: kubectl exec egress to a port the zone does not allow is denied, and recorded" {
+	ok_match "hello-$ALLOWED_PORT" "${KCTL[@]}" exec web -- wget -qO- "http://$K8S_GW:$ALLOWED_PORT/msg"
+	fails_with 'Operation not permitted' "${KCTL[@]}" exec web -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format json
+	jq -e --arg obj "$K8S_GW:$DENIED_PORT (operation not permitted)" --arg id "$(cat "$K_RUN/test/web.id")" \
+		'select(.control == "egress" and .decision == "deny" and .object == $obj and .container == $id)' \
+		<<<"$output" >/dev/null || { echo "# no egress deny event in:"$'\n'"$output" >&2; false; }
+}
+
+@test "k8s: kubectl exec write to read-only /etc is denied, and recorded" {
+	fails_with 'Read-only file system' "${KCTL[@]}" exec web -- sh -c 'echo x >/etc/probe'
+	fails_with 'No such file' "${KCTL[@]}" exec web -- cat /etc/probe
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format json
+	jq -e 'select(.control == "file" and .decision == "deny" and (.object | startswith("/etc/probe")))' \
+		<<<"$output" >/dev/null || { echo "# no file deny event in:"$'\n'"$output" >&2; false; }
+}
+
+@test "k8s: zone verify says the pod's zone is isolated" {
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone verify "$ZONE"
+	[[ $output == *"isolated:  yes"* ]] || { echo "$output" >&2; false; }
+}
+
+@test "k8s: deleting the pod leaves no zone member" {
+	ok "${KCTL[@]}" delete pod web --wait=true --timeout=60s
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$ZONE"
+	expect_eq "members after delete" 0 "$(jq '.members | length' <<<"$output")"
+	ok "$RT" --root "$K8S_RAUHA_ROOT" list -q
+	expect_eq "rauha containers after delete" "" "$output"
+}
+
+@test "k8s: a pod naming an undefined zone does not start, and describe shows rauha's reason" {
+	pod nozone rauha '{"org.rauha.zone": "nosuchzone"}'
+	# the kubelet reports the sandbox failure as an event on the pod
+	wait_for 60 describe_has nozone FailedCreatePodSandBox || true
+	ok "${KCTL[@]}" describe pod nozone
+	[[ $output == *"zone nosuchzone does not exist: create it first with 'rauha zone create nosuchzone"* ]] ||
+		{ echo "# describe pod nozone:"$'\n'"$output" >&2; false; }
+	[[ $output == *FailedCreatePodSandBox* ]] || { echo "$output" >&2; false; }
+	ok "${KCTL[@]}" get pod nozone -o jsonpath='{.status.phase}'
+	expect_eq "phase" Pending "$output"
+	ok "${KCTL[@]}" delete pod nozone --wait=true --timeout=60s
+}
