@@ -6,6 +6,8 @@
 #
 #   tests/k8s/build.sh && bats tests/k8s/pods.bats      # or: make test-k8s
 #
+# The last tests run the node agent (rauha-agent) against ZonePolicy objects.
+#
 # The cluster is brought up in setup_file and torn down in teardown_file.
 
 load ../clients/lib.bash
@@ -41,6 +43,10 @@ setup_file() {
 		allowed_egress = ["$K8S_GW:$ALLOWED_PORT"]
 	EOF
 	"$RT" --root "$K8S_RAUHA_ROOT" zone create "$ZONE" --policy "$K_RUN/test/web.toml" >&2
+	# The node agent of the rauha under test (its Kubernetes libraries are
+	# compiled already when the unit tests ran).
+	(cd "$BATS_TEST_DIRNAME/../.." && ${GO:-go} build -tags "seccomp urfave_cli_no_docs netgo osusergo runc_nocriu" \
+		-o "$K_RUN/test/rauha-agent" ./cmd/rauha-agent) >&2
 	# Two listeners on the pod bridge's address inside the cluster's network
 	# namespace; their pids are ours, stopped in teardown_file.
 	local port
@@ -55,6 +61,7 @@ setup_file() {
 
 teardown_file() {
 	local port
+	stop_daemon "$K_RUN/test/agent.pid" rauha-agent
 	for port in $ALLOWED_PORT $DENIED_PORT; do
 		stop_daemon "$K_RUN/test/httpd-$port.pid" "httpd"
 	done
@@ -166,4 +173,115 @@ describe_has() { kctl describe pod "$1" | grep -qF -- "$2"; }
 	ok "${KCTL[@]}" get pod nozone -o jsonpath='{.status.phase}'
 	expect_eq "phase" Pending "$output"
 	ok "${KCTL[@]}" delete pod nozone --wait=true --timeout=60s
+}
+
+# ----------------------------------------------------------- ZonePolicy and the node agent
+
+AGENT_METRICS=127.0.0.1:19500
+
+start_agent() {
+	start_daemon "$K_RUN/test/agent.pid" "$K_RUN/test/agent.log" \
+		nsenter --net="/run/netns/$K8S_NETNS" -- "$K_RUN/test/rauha-agent" run --node localhost \
+		--root "$K8S_RAUHA_ROOT" --kubeconfig "$K8S_KUBECONFIG" --resync 2s --metrics-bind-address "$AGENT_METRICS"
+}
+
+# zonepolicy NAME PORT...: apply ZonePolicy NAME: /etc read-only, egress to
+# the listed ports of the bridge's address only.
+zonepolicy() {
+	local name=$1 egress
+	shift
+	egress=$(printf '%s\n' "$@" | jq -R --arg gw "$K8S_GW" '$gw + ":" + .' | jq -sc .)
+	ok_in "{\"apiVersion\": \"rauha.dev/v1alpha1\", \"kind\": \"ZonePolicy\", \"metadata\": {\"name\": \"$name\"},
+		\"spec\": {\"policy\": {\"capabilities\": {\"allowed\": [\"CHOWN\", \"DAC_OVERRIDE\", \"FOWNER\", \"SETUID\", \"SETGID\", \"KILL\"]},
+			\"filesystem\": {\"read_only\": [\"/etc\"]}, \"network\": {\"allowed_egress\": $egress}}}}" \
+		"${KCTL[@]}" apply -f -
+}
+
+# node_status NAME FILTER: the jq FILTER holds for localhost's status entry.
+node_status() {
+	kctl get zonepolicy "$1" -o json | jq -e '.status.nodes[] | select(.node == "localhost")' |
+		jq -e "$2" >/dev/null
+}
+
+zone_source() { "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" | jq -e --arg s "zonepolicy:$1" '.policy_source == $s' >/dev/null; }
+zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1; }
+
+@test "agent: the controller's Go tests pass against this cluster's API server" {
+	cd "$BATS_TEST_DIRNAME/../.."
+	run timeout 600 nsenter --net="/run/netns/$K8S_NETNS" -- env RAUHA_TEST_KUBECONFIG="$K8S_KUBECONFIG" \
+		"${GO:-go}" test -count=1 -tags seccomp -run 'TestAgent' -v ./agent/
+	echo "$output" | tail -20 >&2
+	[[ $status -eq 0 ]]
+	[[ $output == *"--- PASS: TestAgentFollowsZonePolicies"* ]]
+}
+
+@test "agent: a ZonePolicy becomes the node's zone and the node reports its status" {
+	ok "${KCTL[@]}" apply -f "$BATS_TEST_DIRNAME/../../deploy/crd.yaml"
+	ok "${KCTL[@]}" wait --for=condition=Established crd/zonepolicies.rauha.dev --timeout=60s
+	zonepolicy zpweb "$ALLOWED_PORT"
+	start_agent
+	wait_for 60 zone_source zpweb || { cat "$K_RUN/test/agent.log" >&2; false; }
+	wait_for 60 node_status zpweb '.observedGeneration == 1 and .backend != "" and .error == null' ||
+		{ kctl get zonepolicy zpweb -o yaml >&2; false; }
+}
+
+@test "agent: a pod in the ZonePolicy's zone is enforced; editing the ZonePolicy changes the running pod's enforcement" {
+	pod zp rauha '{"org.rauha.zone": "zpweb"}'
+	wait_ready zp
+	ok_match "hello-$ALLOWED_PORT" "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$ALLOWED_PORT/msg"
+	fails_with 'Operation not permitted' "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events zpweb --format json
+	jq -e --arg obj "$K8S_GW:$DENIED_PORT (operation not permitted)" 'select(.control == "egress" and .object == $obj)' \
+		<<<"$output" >/dev/null || { echo "# no egress deny event in:"$'\n'"$output" >&2; false; }
+	wait_for 30 node_status zpweb '.members == 2 and .isolated == true' || { kctl get zonepolicy zpweb -o yaml >&2; false; }
+
+	zonepolicy zpweb "$ALLOWED_PORT" "$DENIED_PORT"
+	wait_for 60 node_status zpweb '.observedGeneration == 2' || { kctl get zonepolicy zpweb -o yaml >&2; false; }
+	ok_match "hello-$DENIED_PORT" "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	zonepolicy zpweb "$ALLOWED_PORT"
+	wait_for 60 node_status zpweb '.observedGeneration == 3' || { kctl get zonepolicy zpweb -o yaml >&2; false; }
+	fails_with 'Operation not permitted' "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+}
+
+@test "agent: /metrics serves the zone's counters" {
+	ok in_net busybox wget -qO- "http://$AGENT_METRICS/metrics"
+	[[ $output =~ rauha_zone_members\{root=\"$K8S_RAUHA_ROOT\",zone=\"zpweb\"\}\ 2 ]] || { echo "$output" | grep rauha_ >&2; false; }
+	[[ $output =~ rauha_zone_denies_total\{control=\"egress\",root=\"$K8S_RAUHA_ROOT\",zone=\"zpweb\"\}\ [1-9] ]] || { echo "$output" | grep rauha_ >&2; false; }
+}
+
+@test "agent: killed and restarted, the agent loses nothing; with the API server gone the node keeps enforcing" {
+	local pid
+	pid=$(<"$K_RUN/test/agent.pid")
+	kill -KILL "$pid"
+	rm -f "$K_RUN/test/agent.pid"
+	# Edited while no agent runs: the restarted agent applies it.
+	zonepolicy zpweb "$ALLOWED_PORT" "$DENIED_PORT"
+	start_agent
+	wait_for 60 node_status zpweb '.observedGeneration == 4' || { cat "$K_RUN/test/agent.log" >&2; false; }
+	ok_match "hello-$DENIED_PORT" "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone inspect zpweb
+	expect_eq "members after the agent's restart" 2 "$(jq '.members | length' <<<"$output")"
+
+	# The API server away: the zone, its members and its verdict stay.
+	stop_daemon "$K_RUN/apiserver.pid" "$K8S_BIN/kube-apiserver"
+	sleep 5 # several resyncs of the agent against no API server
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone verify zpweb
+	[[ $output == *"isolated:  yes"* ]] || { echo "$output" >&2; false; }
+	ok "$RT" --root "$K8S_RAUHA_ROOT" zone inspect zpweb
+	expect_eq "members with the API server away" 2 "$(jq '.members | length' <<<"$output")"
+	kill -0 "$(<"$K_RUN/test/agent.pid")"
+	set_in_cluster
+	start_apiserver
+	zonepolicy zpweb "$ALLOWED_PORT"
+	wait_for 60 node_status zpweb '.observedGeneration == 5' || { cat "$K_RUN/test/agent.log" >&2; false; }
+	fails_with 'Operation not permitted' "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+}
+
+@test "agent: deleting the pod leaves no member; deleting the ZonePolicy removes the zone" {
+	ok "${KCTL[@]}" delete pod zp --wait=true --timeout=60s
+	wait_for 30 node_status zpweb '.members == 0'
+	ok "${KCTL[@]}" delete zonepolicy zpweb --wait=true --timeout=60s
+	wait_for 30 zone_gone zpweb || { cat "$K_RUN/test/agent.log" >&2; false; }
+	# A zone made by hand is not the agent's to delete.
+	"$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$ZONE" >/dev/null
 }
