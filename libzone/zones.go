@@ -74,7 +74,7 @@ func (e *Engine) Zone(name string) (*ZoneInfo, error) {
 		return nil
 	})
 	if errors.Is(err, zone.ErrNotFound) {
-		return nil, fmt.Errorf("zone %s does not exist in %s (see 'rauha zone list')", name, e.root)
+		return nil, &noZoneError{name: name, root: e.root}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("zone %s: %w", name, err)
@@ -84,6 +84,17 @@ func (e *Engine) Zone(name string) (*ZoneInfo, error) {
 	}
 	return out, nil
 }
+
+// noZoneError says a zone does not exist in words for the command line,
+// and is still zone.ErrNotFound to errors.Is (the Kubernetes agent creates
+// the zones it does not find).
+type noZoneError struct{ name, root string }
+
+func (e *noZoneError) Error() string {
+	return fmt.Sprintf("zone %s does not exist in %s (see 'rauha zone list')", e.name, e.root)
+}
+
+func (e *noZoneError) Unwrap() error { return zone.ErrNotFound }
 
 func nonNil[T any](s []T) []T {
 	if s == nil {

@@ -1,7 +1,9 @@
 package libzone
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rauha-runtime/rauha/zone"
@@ -23,5 +25,21 @@ func TestZonesListing(t *testing.T) {
 	}
 	if got := zonesListing(zs, "nobody"); len(got) != 0 {
 		t.Errorf("zones listing nobody = %v, want none", got)
+	}
+}
+
+// A missing zone is zone.ErrNotFound to errors.Is (the Kubernetes agent
+// creates what it does not find), in words for the command line.
+func TestMissingZoneIsNotFound(t *testing.T) {
+	e, err := New(Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Zone("nosuch")
+	if !errors.Is(err, zone.ErrNotFound) {
+		t.Errorf("Zone of a missing zone: %v, not zone.ErrNotFound", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "zone nosuch does not exist in ") {
+		t.Errorf("message %q", err)
 	}
 }

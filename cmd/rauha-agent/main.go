@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -70,10 +71,7 @@ var runCommand = &cli.Command{
 			return errors.New("--resync must be positive")
 		}
 		ctrl.SetLogger(zap.New())
-		cfg, err := ctrl.GetConfig()
-		if kc := c.String("kubeconfig"); kc != "" {
-			cfg, err = clientcmd.BuildConfigFromFlags("", kc)
-		}
+		cfg, err := restConfig(c.String("kubeconfig"))
 		if err != nil {
 			return fmt.Errorf("kubernetes client configuration: %w", err)
 		}
@@ -106,4 +104,13 @@ var runCommand = &cli.Command{
 		}
 		return mgr.Start(ctrl.SetupSignalHandler())
 	},
+}
+
+// restConfig is the client configuration of a kubeconfig file, or the
+// in-cluster one (a DaemonSet's service account) when none is given.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return rest.InClusterConfig()
 }

@@ -136,8 +136,8 @@ describe_has() { kctl describe pod "$1" | grep -qF -- "$2"; }
 	ok_match "hello-$ALLOWED_PORT" "${KCTL[@]}" exec web -- wget -qO- "http://$K8S_GW:$ALLOWED_PORT/msg"
 	fails_with 'Operation not permitted' "${KCTL[@]}" exec web -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
 	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format json
-	jq -e --arg obj "$K8S_GW:$DENIED_PORT (operation not permitted)" --arg id "$(cat "$K_RUN/test/web.id")" \
-		'select(.control == "egress" and .decision == "deny" and .object == $obj and .container == $id)' \
+	jq -se --arg obj "$K8S_GW:$DENIED_PORT (operation not permitted)" --arg id "$(cat "$K_RUN/test/web.id")" \
+		'any(.[]; .control == "egress" and .decision == "deny" and .object == $obj and .container == $id)' \
 		<<<"$output" >/dev/null || { echo "# no egress deny event in:"$'\n'"$output" >&2; false; }
 }
 
@@ -145,7 +145,7 @@ describe_has() { kctl describe pod "$1" | grep -qF -- "$2"; }
 	fails_with 'Read-only file system' "${KCTL[@]}" exec web -- sh -c 'echo x >/etc/probe'
 	fails_with 'No such file' "${KCTL[@]}" exec web -- cat /etc/probe
 	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events "$ZONE" --format json
-	jq -e 'select(.control == "file" and .decision == "deny" and (.object | startswith("/etc/probe")))' \
+	jq -se 'any(.[]; .control == "file" and .decision == "deny" and (.object | startswith("/etc/probe")))' \
 		<<<"$output" >/dev/null || { echo "# no file deny event in:"$'\n'"$output" >&2; false; }
 }
 
@@ -199,11 +199,17 @@ zonepolicy() {
 
 # node_status NAME FILTER: the jq FILTER holds for localhost's status entry.
 node_status() {
-	kctl get zonepolicy "$1" -o json | jq -e '.status.nodes[] | select(.node == "localhost")' |
-		jq -e "$2" >/dev/null
+	local out
+	out=$(kctl get zonepolicy "$1" -o json) || return 1
+	jq -e "any(.status.nodes[]?; .node == \"localhost\" and ($2))" <<<"$out" >/dev/null
 }
 
-zone_source() { "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" | jq -e --arg s "zonepolicy:$1" '.policy_source == $s' >/dev/null; }
+# zone_source NAME: the node's zone NAME exists and the agent made it.
+zone_source() {
+	local out
+	out=$("$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1") || return 1
+	jq -e --arg s "zonepolicy:$1" '.policy_source == $s' <<<"$out" >/dev/null
+}
 zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1; }
 
 @test "agent: the controller's Go tests pass against this cluster's API server" {
@@ -231,7 +237,7 @@ zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1
 	ok_match "hello-$ALLOWED_PORT" "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$ALLOWED_PORT/msg"
 	fails_with 'Operation not permitted' "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
 	ok "$RT" --root "$K8S_RAUHA_ROOT" zone events zpweb --format json
-	jq -e --arg obj "$K8S_GW:$DENIED_PORT (operation not permitted)" 'select(.control == "egress" and .object == $obj)' \
+	jq -se --arg obj "$K8S_GW:$DENIED_PORT (operation not permitted)" 'any(.[]; .control == "egress" and .object == $obj)' \
 		<<<"$output" >/dev/null || { echo "# no egress deny event in:"$'\n'"$output" >&2; false; }
 	wait_for 30 node_status zpweb '.members == 2 and .isolated == true' || { kctl get zonepolicy zpweb -o yaml >&2; false; }
 
