@@ -250,7 +250,7 @@ zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1
 }
 
 @test "agent: /metrics serves the zone's counters" {
-	ok in_net busybox wget -qO- "http://$AGENT_METRICS/metrics"
+	ok nsenter --net="/run/netns/$K8S_NETNS" -- busybox wget -qO- "http://$AGENT_METRICS/metrics"
 	[[ $output =~ rauha_zone_members\{root=\"$K8S_RAUHA_ROOT\",zone=\"zpweb\"\}\ 2 ]] || { echo "$output" | grep rauha_ >&2; false; }
 	[[ $output =~ rauha_zone_denies_total\{control=\"egress\",root=\"$K8S_RAUHA_ROOT\",zone=\"zpweb\"\}\ [1-9] ]] || { echo "$output" | grep rauha_ >&2; false; }
 }
