@@ -98,10 +98,23 @@ var zoneInspectCommand = &cli.Command{
 
 // policyFlag reads --policy FILE or --preset NAME (default: standard).
 func policyFlag(c *cli.Context, required bool) (*zone.Policy, string, error) {
-	file, preset := c.String("policy"), c.String("preset")
+	p, src, err := policyOrPreset(c, "preset", "NAME")
+	switch {
+	case err != nil || p != nil:
+		return p, src, err
+	case required:
+		return nil, "", errors.New("--policy FILE or --preset NAME is required")
+	}
+	return zone.LoadPolicy("preset:standard", nil)
+}
+
+// policyOrPreset loads the policy of --policy FILE or of the preset flag
+// presetFlag (--preset, or suggest's --base); nil when neither is given.
+func policyOrPreset(c *cli.Context, presetFlag, metavar string) (*zone.Policy, string, error) {
+	file, preset := c.String("policy"), c.String(presetFlag)
 	switch {
 	case file != "" && preset != "":
-		return nil, "", errors.New("give --policy FILE or --preset NAME, not both")
+		return nil, "", fmt.Errorf("give --policy FILE or --%s %s, not both", presetFlag, metavar)
 	case file != "":
 		if !strings.ContainsRune(file, '/') {
 			file = "./" + file // a file named like a preset is still a file
@@ -109,10 +122,8 @@ func policyFlag(c *cli.Context, required bool) (*zone.Policy, string, error) {
 		return zone.LoadPolicy(file, libzone.SyscallChecker())
 	case preset != "":
 		return zone.LoadPolicy("preset:"+preset, nil)
-	case required:
-		return nil, "", errors.New("--policy FILE or --preset NAME is required")
 	}
-	return zone.LoadPolicy("preset:standard", nil)
+	return nil, "", nil
 }
 
 var policyFlags = []cli.Flag{
@@ -446,7 +457,9 @@ Apply it with 'rauha zone update NAME --policy FILE', after 'rauha zone simulate
 		if format != "toml" && format != "json" {
 			return fmt.Errorf("invalid --format %q: use toml or json", format)
 		}
-		base, src, err := suggestBase(c)
+		// Neither --base nor --policy: nil, the base the zone learns
+		// against (strict for a zone that is not learning).
+		base, src, err := policyOrPreset(c, "base", "PRESET")
 		if err != nil {
 			return err
 		}
@@ -482,24 +495,6 @@ Apply it with 'rauha zone update NAME --policy FILE', after 'rauha zone simulate
 		))
 		return err
 	},
-}
-
-// suggestBase reads --base PRESET or --policy FILE; neither: nil, for the
-// base the zone learns against (strict for a zone that is not learning).
-func suggestBase(c *cli.Context) (*zone.Policy, string, error) {
-	file, preset := c.String("policy"), c.String("base")
-	switch {
-	case file != "" && preset != "":
-		return nil, "", errors.New("give --base PRESET or --policy FILE, not both")
-	case file != "":
-		if !strings.ContainsRune(file, '/') {
-			file = "./" + file
-		}
-		return zone.LoadPolicy(file, libzone.SyscallChecker())
-	case preset != "":
-		return zone.LoadPolicy("preset:"+preset, nil)
-	}
-	return nil, "", nil
 }
 
 func recordingSource(r *libzone.Recording) string {
