@@ -32,7 +32,7 @@ zone_update() {
 # that outcome (and a detail matching the regex).
 verify_check() {
 	rrun rt zone verify "$1" --format json
-	jq -e --arg n "$2" --argjson p "$3" --arg d "${4:-}" \
+	jqe --arg n "$2" --argjson p "$3" --arg d "${4:-}" \
 		'any(.checks[]; .name == $n and .passed == $p and (.detail | test($d)))' <<<"$stdout" >/dev/null ||
 		fail "verify of zone $1 does not report '$2' passed=$3 (${4:-}): $stdout"
 }

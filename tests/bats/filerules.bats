@@ -78,7 +78,7 @@ perms() { stat -c '%a %u:%g %Y' "$1"; }
 # check_passed ZONE NAME: verify's check NAME passed.
 check_passed() {
 	rrun rt zone verify "$1" --format json
-	jq -e --arg n "$2" '.checks[] | select(.name == $n) | .passed' <<<"$stdout" >/dev/null ||
+	jqe --arg n "$2" '.checks[] | select(.name == $n) | .passed' <<<"$stdout" >/dev/null ||
 		fail "verify check '$2' did not pass: $stdout"
 }
 
@@ -184,7 +184,7 @@ check_passed() {
 
 	rrun rt zone verify names --format json
 	assert_success
-	jq -e '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/opt/shadow.bak"))' <<<"$stdout" >/dev/null ||
+	jqe '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/opt/shadow.bak"))' <<<"$stdout" >/dev/null ||
 		fail "verify does not check the hard link: $stdout"
 }
 
@@ -227,7 +227,7 @@ check_passed() {
 	assert_success
 	rrun rt zone verify sock --format json
 	assert_failure 1
-	jq -e '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/run/sock: the directory is not masked")))' <<<"$stdout" >/dev/null ||
+	jqe '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/run/sock: the directory is not masked")))' <<<"$stdout" >/dev/null ||
 		fail "verify does not notice the missing mask: $stdout"
 }
 

@@ -168,6 +168,16 @@ assert_error_line() {
 	fi
 }
 
+# jqe ARGS...: `jq -e ARGS` on standard input that also fails when the input
+# is empty: jq 1.6's -e exits 0 when it reads nothing, so a check fed by a
+# command that printed nothing would pass.
+jqe() {
+	local in
+	in=$(cat) || return 1
+	[[ $in =~ [^[:space:]] ]] || { echo "jqe: empty input" >&2; return 1; }
+	jq -e "$@" <<<"$in"
+}
+
 # ---------------------------------------------------------------- bundles
 
 # build_rootfs_cache: one busybox rootfs per run; bundles copy it.

@@ -55,7 +55,7 @@ workload() {
 	rt zone learn lz
 	rrun rt zone list
 	assert_match "${lines[1]}" "^lz[[:space:]]+[0-9]+[[:space:]]+learn[[:space:]]+preset:strict[[:space:]]+0$"
-	zone_json lz | jq -e '.policy.zone.mode == "learn" and .learning.zone.mode == "enforce" and .learning.network.allowed_egress == []' >/dev/null ||
+	zone_json lz | jqe '.policy.zone.mode == "learn" and .learning.zone.mode == "enforce" and .learning.network.allowed_egress == []' >/dev/null ||
 		fail "zone inspect: $(zone_json lz)"
 
 	in_zone b lz
@@ -98,7 +98,7 @@ workload() {
 		write /var/learned 1
 	EOF
 	)"
-	rt zone learn lz --show --format json | jq -e --arg c c1 'all(.[]; .container == $c and .first != null and .comm != "")' >/dev/null ||
+	rt zone learn lz --show --format json | jqe --arg c c1 'all(.[]; .container == $c and .first != null and .comm != "")' >/dev/null ||
 		fail "observations without their container: $(rt zone learn lz --show --format json)"
 
 	# Later drains add to the counts.
@@ -118,7 +118,7 @@ workload() {
 		deny = ["keyctl", "userfaultfd"]
 	EOF
 	)"
-	zone_json lz | jq -e '.learning.syscalls.deny == ["keyctl", "userfaultfd"] and .learning.zone.mode == "enforce"' >/dev/null ||
+	zone_json lz | jqe '.learning.syscalls.deny == ["keyctl", "userfaultfd"] and .learning.zone.mode == "enforce"' >/dev/null ||
 		fail "zone inspect: $(zone_json lz)"
 	in_zone b lz
 	set_args b sleep 600
@@ -138,7 +138,7 @@ workload() {
 
 	# The recording stays after learning ends; the zone enforces from then on.
 	rt zone update lz --policy "$BATS_TEST_TMPDIR/base.toml"
-	zone_json lz | jq -e '.learning == null and .policy.zone.mode == "enforce"' >/dev/null || fail "zone inspect: $(zone_json lz)"
+	zone_json lz | jqe '.learning == null and .policy.zone.mode == "enforce"' >/dev/null || fail "zone inspect: $(zone_json lz)"
 	rrun rt zone list
 	assert_match "${lines[1]}" "^lz[[:space:]]+[0-9]+[[:space:]]+enforce[[:space:]]"
 	make_bundle b2 sh -c 'echo y >/var/again'

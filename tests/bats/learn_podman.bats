@@ -34,7 +34,7 @@ teardown_file() {
 	expect_eq "reply (not denied while learning)" hello-learning "$output"
 
 	ok "$RT" --root /run/rauha zone inspect "$ZONE"
-	jq -e '.policy.zone.mode == "learn" and .learning.network.allowed_egress == [] and .learning.filesystem.writable_paths == ["/tmp"]' \
+	jqe '.policy.zone.mode == "learn" and .learning.network.allowed_egress == [] and .learning.filesystem.writable_paths == ["/tmp"]' \
 		<<<"$output" >/dev/null || { _show "zone inspect" "zone inspect $ZONE"; false; }
 
 	ok "$RT" --root /run/rauha zone learn "$ZONE" --show --format json

@@ -32,7 +32,7 @@ runc_probe() {
 	echo served-by-httpd >"$(bundle_dir b)/rootfs/var/www/index.html"
 	run_ct plain b
 	rrun rt zone inspect plain
-	jq -e '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
+	jqe '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
 
 	rexec plain sh -c 'seq 1 100 | grep 7 | sort -r | head -n 2 | tr "\n" " "'
 	assert_success
@@ -144,14 +144,14 @@ fetch_metadata() {
 	metadata_bundle s
 	run_ct s s
 	rrun rt zone inspect s
-	jq -e '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
+	jqe '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
 	fetch_metadata rt s
 	assert_eq "$FETCHED" "1 |1 "
 	wait_event s '.control == "egress" and .decision == "deny" and .object == "169.254.169.254:80 (operation not permitted)"' >/dev/null
 	wait_event s '.control == "egress" and .decision == "deny" and .object == "[fd00:ec2::254]:80 (operation not permitted)"' >/dev/null
 	rrun rt zone verify s --format json
 	assert_success
-	jq -e '.checks[] | select(.name == "kernel policy") | .passed' <<<"$stdout" >/dev/null || fail "verify: $stdout"
+	jqe '.checks[] | select(.name == "kernel policy") | .passed' <<<"$stdout" >/dev/null || fail "verify: $stdout"
 }
 
 # debian_bundle NAME: bundle NAME with a private Debian rootfs
@@ -183,7 +183,7 @@ debian_bundle() {
 	debian_bundle deb
 	run_ct deb deb
 	rrun rt zone inspect deb
-	jq -e '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
+	jqe '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
 
 	# A shell script: bash arrays, a pipeline through coreutils, sed and awk,
 	# files written under /tmp and /var.

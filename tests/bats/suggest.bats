@@ -74,7 +74,7 @@ deny_count() {
 	grep -qx 'mode = "enforce"' "$suggested" || fail "the suggestion does not enforce: $(cat "$suggested")"
 	rrun rt zone suggest web --format json
 	assert_success
-	jq -e --arg e "$NET.2:$PORT" '.policy.network.allowed_egress == [$e] and .source == "events" and .base == "preset:strict"' <<<"$stdout" >/dev/null ||
+	jqe --arg e "$NET.2:$PORT" '.policy.network.allowed_egress == [$e] and .source == "events" and .base == "preset:strict"' <<<"$stdout" >/dev/null ||
 		fail "suggest --format json: $stdout"
 
 	# The suggestion allows everything recorded so far; strict does not.
@@ -83,7 +83,7 @@ deny_count() {
 	assert_match "$stdout" "^0 of 1 recorded operations"
 	rrun rt zone simulate web --preset strict --format json
 	assert_failure 1
-	jq -e --arg o "tcp $NET.2:$PORT" '.denied == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
+	jqe --arg o "tcp $NET.2:$PORT" '.denied == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
 		fail "simulate strict: $stdout"
 
 	# A new action, still audited: simulate names exactly it, by rule.
@@ -92,7 +92,7 @@ deny_count() {
 	wait_event web ".decision == \"audit\" and .object == \"$NET.2:$PORT2\"" >/dev/null
 	rrun rt zone simulate web --policy "$suggested" --format json
 	assert_failure 1
-	jq -e --arg o "tcp $NET.2:$PORT2" '.denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].decision == "deny" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
+	jqe --arg o "tcp $NET.2:$PORT2" '.denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].decision == "deny" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
 		fail "simulate after the new action: $stdout"
 	rrun rt zone simulate web --policy "$suggested"
 	assert_failure 1
@@ -135,7 +135,7 @@ deny_count() {
 	assert_success
 	assert_match "$stdout" "^0 of 0 recorded operations"
 	rrun rt zone inspect web
-	jq -e '.policy_source == "preset:audit"' <<<"$stdout" >/dev/null || fail "simulate changed the zone: $stdout"
+	jqe '.policy_source == "preset:audit"' <<<"$stdout" >/dev/null || fail "simulate changed the zone: $stdout"
 	rrun rt zone suggest web --base nosuch
 	assert_failure 1
 	assert_match "$stderr" 'unknown policy preset .*nosuch'
@@ -158,7 +158,7 @@ deny_count() {
 	}
 	learned_workload c1
 	rrun rt zone learn web --show --format json
-	jq -e --arg e "tcp $NET.2:$PORT" 'any(.[]; .kind == "egress" and .object == $e) and any(.[]; .kind == "write" and .object == "/var/spool/app/c")' <<<"$stdout" >/dev/null ||
+	jqe --arg e "tcp $NET.2:$PORT" 'any(.[]; .kind == "egress" and .object == $e) and any(.[]; .kind == "write" and .object == "/var/spool/app/c")' <<<"$stdout" >/dev/null ||
 		fail "the workload was not recorded: $stdout"
 
 	rrun rt zone suggest web
@@ -176,7 +176,7 @@ deny_count() {
 	assert_success
 	rrun rt zone simulate web --preset strict --format json
 	assert_failure 1
-	jq -e --arg e "tcp $NET.2:$PORT" 'any(.verdicts[]; .rule == "network.allowed_egress" and .observation.object == $e) and any(.verdicts[]; .rule == "filesystem.writable_paths" and .observation.object == "/var/app.log")' <<<"$stdout" >/dev/null ||
+	jqe --arg e "tcp $NET.2:$PORT" 'any(.verdicts[]; .rule == "network.allowed_egress" and .observation.object == $e) and any(.verdicts[]; .rule == "filesystem.writable_paths" and .observation.object == "/var/app.log")' <<<"$stdout" >/dev/null ||
 		fail "simulate strict: $stdout"
 
 	# A new action while learning: recorded, and simulate names exactly it.
@@ -184,7 +184,7 @@ deny_count() {
 	assert_success
 	rrun rt zone simulate web --policy "$suggested" --format json
 	assert_failure 1
-	jq -e --arg o "tcp $NET.2:$PORT2" '.source == "recording" and .denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
+	jqe --arg o "tcp $NET.2:$PORT2" '.source == "recording" and .denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
 		fail "simulate after the new action: $stdout"
 
 	# Enforced, in a new container (a running one keeps the Landlock domain

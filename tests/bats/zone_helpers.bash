@@ -155,5 +155,5 @@ zone_json() {
 
 # zone_exists ZONE: the zone is listed.
 zone_exists() {
-	rt zone list --format json | jq -e --arg z "$1" 'any(.[]; .name == $z)' >/dev/null
+	rt zone list --format json | jqe --arg z "$1" 'any(.[]; .name == $z)' >/dev/null
 }
