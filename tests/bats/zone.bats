@@ -247,6 +247,36 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 	assert_failure
 }
 
+@test "verify: names the known limits that apply to the zone, and only those" {
+	in_zone b v strict
+	run_ct vc b
+	rrun rt zone verify v --format json
+	assert_success
+	jqe '.backend == "landlock"
+		and any(.limits[]; startswith("zone update: a running process'"'"'s Landlock domain cannot change"))
+		and any(.limits[]; startswith("zone update: capabilities and syscalls.deny"))
+		and all(.limits[]; startswith("signals:") | not)' <<<"$stdout" >/dev/null || fail "limits: $stdout"
+	rrun rt zone verify v
+	assert_match "$stdout" "KNOWN LIMITS"
+
+	# A member that shares a pid namespace is signal-scoped on this backend:
+	# a SIGIO that Landlock refuses leaves no event.
+	make_bundle b2
+	host_pid b2
+	run_ct hc b2
+	rrun rt zone verify --container hc --format json
+	jqe 'any(.limits[]; startswith("signals: a SIGIO or SIGURG"))' <<<"$stdout" >/dev/null || fail "limits: $stdout"
+
+	make_bundle b3
+	in_zone b3 p privileged
+	run_ct pc b3
+	rrun rt zone verify p --format json
+	assert_success
+	jqe '.limits == []' <<<"$stdout" >/dev/null || fail "a zone without rules has limits: $stdout"
+	rrun rt zone verify p
+	[[ $stdout != *"KNOWN LIMITS"* ]] || fail "$stdout"
+}
+
 @test "verify and reconcile: programs left on an unpinned map are named by verify and reinstalled by reconcile" {
 	in_zone b v strict
 	run_ct vc b
