@@ -70,7 +70,7 @@ var (
 // Schema is the structural OpenAPI v3 schema of t as encoding/json writes
 // it: field names from the json tags, pointers as their element, a
 // zone.ByteSize as an integer or a size string, metav1.Time as a date-time
-// string. It panics on a kind it does not know: a new field type must be
+// string, a map with string keys as an object of its values. It panics on a kind it does not know: a new field type must be
 // described here before it can reach the API.
 func Schema(t reflect.Type) apiextv1.JSONSchemaProps {
 	for t.Kind() == reflect.Pointer {
@@ -93,6 +93,12 @@ func Schema(t reflect.Type) apiextv1.JSONSchemaProps {
 	case reflect.Slice:
 		item := Schema(t.Elem())
 		return apiextv1.JSONSchemaProps{Type: "array", Items: &apiextv1.JSONSchemaPropsOrArray{Schema: &item}}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			break
+		}
+		item := Schema(t.Elem())
+		return apiextv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextv1.JSONSchemaPropsOrBool{Allows: true, Schema: &item}}
 	case reflect.Struct:
 		s := apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{}}
 		for f := range t.Fields() {
