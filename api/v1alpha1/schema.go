@@ -54,6 +54,7 @@ func CRD() *apiextv1.CustomResourceDefinition {
 				Subresources: &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}},
 				AdditionalPrinterColumns: []apiextv1.CustomResourceColumnDefinition{
 					{Name: "Mode", Type: "string", JSONPath: ".spec.policy.zone.mode"},
+					{Name: "Default", Type: "boolean", JSONPath: ".spec.default", Description: "the zone of rauha pods that name none and match no selector"},
 					{Name: "Nodes", Type: "integer", JSONPath: ".status.nodes[*].node", Description: "nodes that reported"},
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
