@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rauha-runtime/rauha/agent"
@@ -44,6 +46,7 @@ func main() {
 				},
 			},
 			runCommand,
+			webhookCommand,
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
@@ -102,6 +105,48 @@ var runCommand = &cli.Command{
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("zonepolicy controller: %w", err)
 		}
+		return mgr.Start(ctrl.SetupSignalHandler())
+	},
+}
+
+var webhookCommand = &cli.Command{
+	Name:  "webhook",
+	Usage: "serve the admission webhook that gives rauha pods naming no zone the zone of the ZonePolicy that selects them",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file (default: in-cluster configuration)"},
+		&cli.StringFlag{Name: "cert-dir", Required: true, Usage: "directory with the serving certificate tls.crt and its key tls.key"},
+		&cli.StringFlag{Name: "host", Value: "", Usage: "address to listen on (default: every address)"},
+		&cli.IntFlag{Name: "port", Value: 9443, Usage: "port to listen on"},
+		&cli.StringFlag{Name: "runtime-class", Value: "rauha", Usage: "the RuntimeClass whose pods get a zone"},
+	},
+	Action: func(c *cli.Context) error {
+		ctrl.SetLogger(zap.New())
+		cfg, err := restConfig(c.String("kubeconfig"))
+		if err != nil {
+			return fmt.Errorf("kubernetes client configuration: %w", err)
+		}
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return err
+		}
+		if err := v1alpha1.AddToScheme(scheme); err != nil {
+			return err
+		}
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+			Scheme:  scheme,
+			Metrics: metricsserver.Options{BindAddress: "0"},
+			WebhookServer: webhook.NewServer(webhook.Options{
+				Host: c.String("host"), Port: c.Int("port"), CertDir: c.String("cert-dir"),
+			}),
+		})
+		if err != nil {
+			return fmt.Errorf("controller manager: %w", err)
+		}
+		mgr.GetWebhookServer().Register(agent.WebhookPath, &webhook.Admission{Handler: &agent.PodZoner{
+			Reader:       mgr.GetAPIReader(),
+			Decoder:      admission.NewDecoder(scheme),
+			RuntimeClass: c.String("runtime-class"),
+		}})
 		return mgr.Start(ctrl.SetupSignalHandler())
 	},
 }

@@ -61,6 +61,7 @@ setup_file() {
 
 teardown_file() {
 	local port
+	stop_daemon "$K_RUN/test/webhook.pid" rauha-agent
 	stop_daemon "$K_RUN/test/agent.pid" rauha-agent
 	for port in $ALLOWED_PORT $DENIED_PORT; do
 		stop_daemon "$K_RUN/test/httpd-$port.pid" "httpd"
@@ -215,10 +216,11 @@ zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1
 @test "agent: the controller's Go tests pass against this cluster's API server" {
 	cd "$BATS_TEST_DIRNAME/../.."
 	run timeout 600 nsenter --net="/run/netns/$K8S_NETNS" -- env RAUHA_TEST_KUBECONFIG="$K8S_KUBECONFIG" \
-		"${GO:-go}" test -count=1 -tags seccomp -run 'TestAgent' -v ./agent/
+		"${GO:-go}" test -count=1 -tags seccomp -run 'TestAgent|TestWebhook' -v ./agent/
 	echo "$output" | tail -20 >&2
 	[[ $status -eq 0 ]]
 	[[ $output == *"--- PASS: TestAgentFollowsZonePolicies"* ]]
+	[[ $output == *"--- PASS: TestWebhookSelectsZones"* ]]
 }
 
 @test "agent: a ZonePolicy becomes the node's zone and the node reports its status" {
@@ -290,4 +292,151 @@ zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1
 	wait_for 30 zone_gone zpweb || { cat "$K_RUN/test/agent.log" >&2; false; }
 	# A zone made by hand is not the agent's to delete.
 	"$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$ZONE" >/dev/null
+}
+
+# ------------------------------------------- zone selection: the admission webhook
+
+WEBHOOK=127.0.0.1:19443
+
+# webhook_certs DIR: a CA and the webhook's serving certificate for
+# 127.0.0.1 (the API server calls it there: both run in the cluster's
+# network namespace).
+webhook_certs() {
+	local d=$1
+	mkdir -p "$d"
+	(
+		cd "$d" || exit 1
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=rauha-webhook-ca &&
+			openssl req -newkey rsa:2048 -nodes -keyout tls.key -out tls.csr -subj /CN=rauha-webhook &&
+			printf 'subjectAltName=IP:127.0.0.1\n' >tls.ext &&
+			openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt -days 1 -extfile tls.ext
+	) >/dev/null 2>&1
+}
+
+# selpolicy NAME SPEC_JSON: apply ZonePolicy NAME, /etc read-only, with the
+# selectors or default of SPEC_JSON.
+selpolicy() {
+	ok_in "$(jq -n --arg name "$1" --argjson spec "$2" '{apiVersion: "rauha.dev/v1alpha1", kind: "ZonePolicy",
+		metadata: {name: $name}, spec: ({policy: {
+			capabilities: {allowed: ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL"]},
+			filesystem: {read_only: ["/etc"]}}} + $spec)}')" "${KCTL[@]}" apply -f -
+}
+
+# selpod_json NAME NAMESPACE LABELS_JSON ANNOTATIONS_JSON: a rauha busybox pod.
+selpod_json() {
+	jq -n --arg name "$1" --arg ns "$2" --argjson labels "$3" --argjson ann "$4" --arg image "$IMAGE_NAME" '{
+		apiVersion: "v1", kind: "Pod", metadata: {name: $name, namespace: $ns, labels: $labels, annotations: $ann},
+		spec: {runtimeClassName: "rauha", nodeName: "localhost", terminationGracePeriodSeconds: 2,
+			automountServiceAccountToken: false, enableServiceLinks: false,
+			containers: [{name: "app", image: $image, imagePullPolicy: "Never",
+				command: ["sh", "-c", "trap \"exit 0\" TERM; sleep 600 & wait"]}]}}'
+}
+
+# selpod NAME NAMESPACE LABELS_JSON ANNOTATIONS_JSON: create that pod.
+selpod() { ok_in "$(selpod_json "$@")" "${KCTL[@]}" create -f -; }
+
+# in_zone POD NAMESPACE ZONE BY: the pod carries org.rauha.zone=ZONE (and
+# rauha.dev/zone-selected-by=BY, "" for none), its container is a member of
+# ZONE on the node, and the zone's read-only /etc holds in it.
+in_zone() {
+	local pod=$1 ns=$2 zone=$3 by=$4 id
+	ok "${KCTL[@]}" -n "$ns" wait --for=condition=Ready "pod/$pod" --timeout=60s || { kctl -n "$ns" describe pod "$pod" >&2; return 1; }
+	ok "${KCTL[@]}" -n "$ns" get pod "$pod" -o json
+	expect_eq "org.rauha.zone of $pod" "$zone" "$(jq -r '.metadata.annotations["org.rauha.zone"] // ""' <<<"$output")" || return 1
+	expect_eq "rauha.dev/zone-selected-by of $pod" "$by" "$(jq -r '.metadata.annotations["rauha.dev/zone-selected-by"] // ""' <<<"$output")" || return 1
+	id=$(jq -r '.status.containerStatuses[0].containerID' <<<"$output" | sed 's#^containerd://##')
+	[[ -n $id ]] || return 1
+	zone_lists "$K8S_RAUHA_ROOT" "$zone" "$id" || return 1
+	fails_with 'Read-only file system' "${KCTL[@]}" -n "$ns" exec "$pod" -- sh -c 'echo x >/etc/probe'
+}
+
+@test "webhook: rauha-agent webhook serves, the MutatingWebhookConfiguration of deploy/ points the API server at it" {
+	webhook_certs "$K_RUN/test/webhook"
+	start_daemon "$K_RUN/test/webhook.pid" "$K_RUN/test/webhook.log" \
+		nsenter --net="/run/netns/$K8S_NETNS" -- "$K_RUN/test/rauha-agent" webhook --kubeconfig "$K8S_KUBECONFIG" \
+		--cert-dir "$K_RUN/test/webhook" --host "${WEBHOOK%:*}" --port "${WEBHOOK#*:}"
+	wait_for 30 in_net openssl s_client -connect "$WEBHOOK" -CAfile "$K_RUN/test/webhook/ca.crt" -verify_return_error </dev/null ||
+		{ cat "$K_RUN/test/webhook.log" >&2; false; }
+	# deploy/webhook.yaml's configuration, with the test's address and CA
+	# instead of the Service and the operator's CA.
+	ok "${KCTL[@]}" create --dry-run=client -o json -f "$BATS_TEST_DIRNAME/../../deploy/webhook.yaml"
+	local cfg
+	cfg=$(jq --arg url "https://$WEBHOOK/mutate-pods" --arg ca "$(base64 -w0 "$K_RUN/test/webhook/ca.crt")" \
+		'select(.kind == "MutatingWebhookConfiguration") | .webhooks[0].clientConfig = {url: $url, caBundle: $ca}' <<<"$output")
+	ok_in "$cfg" "${KCTL[@]}" apply -f -
+	selpolicy zpsel '{"podSelector": {"matchLabels": {"rauha-test": "selected"}}}'
+	selpolicy zpns '{"namespaceSelector": {"matchLabels": {"rauha-test": "zoned"}}}'
+	selpolicy zpdefault '{"default": true}'
+	ok_in '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "zoned", "labels": {"rauha-test": "zoned"}}}' \
+		"${KCTL[@]}" apply -f -
+	local z
+	for z in zpsel zpns zpdefault; do
+		wait_for 60 zone_source "$z" || { cat "$K_RUN/test/agent.log" >&2; false; }
+	done
+}
+
+@test "webhook: a rauha pod whose labels match a ZonePolicy's podSelector, naming no zone, is in that zone" {
+	selpod labelled default '{"rauha-test": "selected"}' '{}'
+	in_zone labelled default zpsel "podSelector of ZonePolicy zpsel"
+}
+
+@test "webhook: a rauha pod in a namespace matching a ZonePolicy's namespaceSelector is in that zone" {
+	selpod innamespace zoned '{}' '{}'
+	in_zone innamespace zoned zpns "namespaceSelector of ZonePolicy zpns"
+}
+
+@test "webhook: a rauha pod matching no selector is in the ZonePolicy with spec.default" {
+	selpod unmatched default '{"app": "other"}' '{}'
+	in_zone unmatched default zpdefault "spec.default of ZonePolicy zpdefault"
+}
+
+@test "webhook: an explicit org.rauha.zone wins over a matching selector; pods of other runtime classes are left alone" {
+	selpod explicit zoned '{"rauha-test": "selected"}' '{"org.rauha.zone": "zpdefault"}'
+	in_zone explicit zoned zpdefault ""
+	ok_in "$(selpod_json plainsel default '{"rauha-test": "selected"}' '{}' | jq 'del(.spec.runtimeClassName)')" \
+		"${KCTL[@]}" create -f -
+	ok "${KCTL[@]}" get pod plainsel -o json
+	expect_eq "annotations of a runc pod with a selected label" '{}' "$(jq -c '.metadata.annotations // {}' <<<"$output")"
+}
+
+@test "webhook: two ZonePolicies with spec.default refuse a pod that needs the default, saying which" {
+	selpolicy zpdefault2 '{"default": true}'
+	local pod
+	pod=$(selpod_json twodefaults default '{}' '{}')
+	output=$(timeout "$STEP_TIMEOUT" "${KCTL[@]}" create -f - 2>&1 <<<"$pod") && status=0 || status=$?
+	[[ $status -ne 0 && $output == *"ZonePolicies zpdefault, zpdefault2 all set spec.default"* ]] ||
+		{ echo "# status $status: $output" >&2; false; }
+	ok "${KCTL[@]}" get pod twodefaults --ignore-not-found -o name
+	expect_eq "pod twodefaults" "" "$output"
+	ok "${KCTL[@]}" delete zonepolicy zpdefault2 --wait=true --timeout=60s
+}
+
+@test "admission: a ZonePolicy this node cannot enforce under strict admission: its pod does not start, and describe says why" {
+	# mode audit with an exec allow-list: no backend can log-and-allow what
+	# an allow-list would deny (docs/design.md), so strict admission refuses it.
+	ok_in '{"apiVersion": "rauha.dev/v1alpha1", "kind": "ZonePolicy", "metadata": {"name": "zpaudit"},
+		"spec": {"policy": {"zone": {"mode": "audit", "admission": "strict"}, "exec": {"allow": ["/bin"]}}}}' \
+		"${KCTL[@]}" apply -f -
+	wait_for 60 node_status zpaudit '.error != null and (.error | contains("cannot be enforced here"))' ||
+		{ kctl get zonepolicy zpaudit -o yaml >&2; false; }
+	zone_gone zpaudit
+	pod audited rauha '{"org.rauha.zone": "zpaudit"}'
+	wait_for 60 describe_has audited FailedCreatePodSandBox || true
+	ok "${KCTL[@]}" describe pod audited
+	[[ $output == *"zone zpaudit does not exist on this node: this node refused ZonePolicy zpaudit (generation 1): zone zpaudit (admission strict): filesystem and exec rules in audit mode cannot be enforced here"* ]] ||
+		{ echo "# describe pod audited:"$'\n'"$output" >&2; false; }
+	ok "${KCTL[@]}" get pod audited -o jsonpath='{.status.phase}'
+	expect_eq "phase" Pending "$output"
+	ok "${KCTL[@]}" delete pod audited --wait=true --timeout=60s
+}
+
+@test "webhook: cleanup: pods, ZonePolicies and the webhook configuration go" {
+	ok "${KCTL[@]}" delete mutatingwebhookconfiguration rauha-zone
+	ok "${KCTL[@]}" delete pod labelled unmatched plainsel --wait=true --timeout=60s
+	ok "${KCTL[@]}" -n zoned delete pod innamespace explicit --wait=true --timeout=60s
+	ok "${KCTL[@]}" delete zonepolicy zpsel zpns zpdefault zpaudit --wait=true --timeout=60s
+	for z in zpsel zpns zpdefault; do
+		wait_for 30 zone_gone "$z" || { cat "$K_RUN/test/agent.log" >&2; false; }
+	done
+	ok "${KCTL[@]}" delete namespace zoned --wait=false
 }
