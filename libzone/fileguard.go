@@ -294,13 +294,17 @@ func coveringMount(cfg *configs.Config, p string) *configs.Mount {
 // statInTmpfs stats container path p on the writable tmpfs the container
 // mounts over it: an empty file system, so p does not exist, unless the
 // tmpfs is a copy of the rootfs (tmpcopyup), where p is what the rootfs
-// holds. ok is false for every other mount: proc, sysfs, a read-only
-// tmpfs (nothing can be created there), and a tmpfs on /dev, which the
-// runtime fills with device nodes after the mounts.
+// holds; p the tmpfs's own mount point is a directory. ok is false for
+// every other mount: proc, sysfs, a read-only tmpfs (nothing can be
+// created there), and the tmpfs on /dev, which the runtime fills with
+// device nodes after the mounts.
 func statInTmpfs(root int, cfg *configs.Config, p string) (st *unix.Stat_t, ok bool, err error) {
 	m := coveringMount(cfg, p)
-	if m == nil || m.Device != "tmpfs" || m.Flags&unix.MS_RDONLY != 0 || within(m.Destination, "/dev") {
+	if m == nil || m.Device != "tmpfs" || m.Flags&unix.MS_RDONLY != 0 || path.Clean(m.Destination) == "/dev" {
 		return nil, false, nil
+	}
+	if path.Clean(p) == path.Clean(m.Destination) {
+		return &unix.Stat_t{Mode: unix.S_IFDIR}, true, nil // the tmpfs itself
 	}
 	if m.Extensions&configs.EXT_COPYUP == 0 {
 		return nil, true, nil

@@ -97,6 +97,8 @@ func TestGuardFiles(t *testing.T) {
 			{Source: rovol, Destination: "/vol", Device: "bind", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY},
 			{Source: "tmpfs", Destination: "/dev", Device: "tmpfs"},
 			{Source: "tmpfs", Destination: "/scratch", Device: "tmpfs"},
+			{Source: "shm", Destination: "/dev/shm", Device: "tmpfs"},
+			{Source: "tmpfs", Destination: "/run", Device: "tmpfs"},
 			{Source: "tmpfs", Destination: "/frozen", Device: "tmpfs", Flags: unix.MS_RDONLY},
 		},
 	}
@@ -104,7 +106,8 @@ func TestGuardFiles(t *testing.T) {
 	p := &zone.Policy{}
 	p.Filesystem.ReadOnly = []string{"/srv/ro"}
 	p.Filesystem.Deny = []string{"/etc/shadow", "/secret", "/data/later", "/nodir/x", "/proc/kcore",
-		"/vol/a/b/later", "/vol/esc/x/later", "/dev/later", "/scratch/a/later", "/frozen/later"}
+		"/vol/a/b/later", "/vol/esc/x/later", "/dev/later", "/scratch/a/later", "/frozen/later",
+		"/dev/shm/later", "/run"}
 	if err := guardFiles(p, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +116,8 @@ func TestGuardFiles(t *testing.T) {
 			t.Errorf("ReadonlyPaths %v lacks %s", cfg.ReadonlyPaths, want)
 		}
 	}
-	if !slices.Equal(cfg.MaskPaths, []string{"/secret"}) {
-		t.Errorf("MaskPaths = %v, want [/secret]", cfg.MaskPaths)
+	if !slices.Equal(cfg.MaskPaths, []string{"/secret", "/run"}) {
+		t.Errorf("MaskPaths = %v, want [/secret /run]", cfg.MaskPaths)
 	}
 	if cfg.Mounts[1].Flags&unix.MS_RDONLY == 0 {
 		t.Error("the bind mount beneath the read_only tree stayed read-write")
@@ -130,7 +133,7 @@ func TestGuardFiles(t *testing.T) {
 	// directories above it in the rootfs or bind source (also a read-only
 	// one), never outside it; on a writable tmpfs libcontainer makes them.
 	// The runtime's /dev and a read-only tmpfs are left to readonlyPaths.
-	if want := []string{"/data/later", "/nodir/x", "/vol/a/b/later", "/vol/esc/x/later", "/scratch/a/later"}; !slices.Equal(masks, want) {
+	if want := []string{"/data/later", "/nodir/x", "/vol/a/b/later", "/vol/esc/x/later", "/scratch/a/later", "/dev/shm/later"}; !slices.Equal(masks, want) {
 		t.Errorf("mask mounts on %v, want %v", masks, want)
 	}
 	for _, f := range []string{rootfs + "/data/later", rootfs + "/nodir/x", rovol + "/a/b/later", rovol + outside + "/x/later"} {
