@@ -69,7 +69,12 @@ type config struct {
 	netBulkMiB  int
 	netRequests int
 	netConns    int
-	skip        map[string]bool
+	// the zone-to-zone part: the runc pair's namespaces (client,listener),
+	// its listener, and the rauha zones' subnets
+	zoneNetns      string
+	zoneNetAddr    string
+	zoneNetSubnets []string
+	skip           map[string]bool
 }
 
 func runBench(args []string) error {
@@ -94,7 +99,11 @@ func runBench(args []string) error {
 	fs.IntVar(&c.netBulkMiB, "net-bulk-mib", 128, "MiB each bulk send sends")
 	fs.IntVar(&c.netRequests, "net-requests", 3000, "request/answer round trips over one connection per exchange")
 	fs.IntVar(&c.netConns, "net-conns", 600, "connections with one request each per exchange")
-	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,probe,update,net,scale")
+	fs.StringVar(&c.zoneNetns, "zonenet-netns", "", "CLIENT,LISTENER network namespaces (paths) of the zone-to-zone part's runc pair; empty skips that part")
+	fs.StringVar(&c.zoneNetAddr, "zonenet-addr", "10.235.2.2:5201", "the zone-to-zone part's runc listener (IPv4:port, a /24 whose first address is its gateway)")
+	var zoneNetSubnets string
+	fs.StringVar(&zoneNetSubnets, "zonenet-subnets", "10.234.1.0/24,10.234.2.0/24", "subnets of the zone-to-zone part's two rauha zones (/24)")
+	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,probe,update,net,zonenet,scale")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -116,6 +125,9 @@ func runBench(args []string) error {
 			return fmt.Errorf("-scale: bad count %q", s)
 		}
 		c.scale = append(c.scale, v)
+	}
+	if c.zoneNetSubnets = splitList(zoneNetSubnets); len(c.zoneNetSubnets) != 2 {
+		return fmt.Errorf("-zonenet-subnets %q: want two", zoneNetSubnets)
 	}
 	c.skip = map[string]bool{}
 	for _, s := range splitList(skip) {
@@ -172,6 +184,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"probe", b.probe},
 		{"update", b.updateDelay},
 		{"net", b.netTest},
+		{"zonenet", b.zoneNet},
 		{"scale", b.scaleTest},
 	}
 	var firstErr error
