@@ -87,7 +87,9 @@ func (e *Engine) dropSpare() error {
 	if errors.As(err, &netlink.LinkNotFoundError{}) {
 		return nil
 	}
-	if err == nil && br.Attrs().Alias == spareAlias(e.root) {
+	// No alias: a park that died before naming it (the name holds the
+	// root's hash).
+	if a := br.Attrs().Alias; err == nil && (a == spareAlias(e.root) || a == "") {
 		err = netlink.LinkDel(br)
 	}
 	if err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) && !errors.Is(err, unix.ENODEV) {
