@@ -178,11 +178,12 @@ func (r *results) evaluate() {
 		r.Targets = append(r.Targets, target{Name: name, Value: round(value), Limit: limit, Unit: unit,
 			Met: !math.IsNaN(value) && value <= limit, Detail: detail})
 	}
-	if len(r.Lifecycle) > 0 && base != "" {
-		if a, ok := r.find(r.Lifecycle, "rauha", "cycle", 0); ok {
-			b, _ := r.find(r.Lifecycle, base, "cycle", 0)
-			add("create+start+wait+delete median rauha/"+base, a.MedianMs/b.MedianMs, 0.8, "ratio", "")
-		}
+	_, ranRauha := r.find(r.Lifecycle, "rauha", "cycle", 0)
+	_, ranBase := r.find(r.Lifecycle, base, "cycle", 0)
+	if ranRauha && ranBase { // not so under -lifecycle-only
+		a, _ := r.find(r.Lifecycle, "rauha", "cycle", 0)
+		b, _ := r.find(r.Lifecycle, base, "cycle", 0)
+		add("create+start+wait+delete median rauha/"+base, a.MedianMs/b.MedianMs, 0.8, "ratio", "")
 		var slow, fat []string
 		worst, worstRSS := 0.0, 0.0
 		for _, name := range lifecycleRows {
@@ -336,7 +337,8 @@ func (r *results) print(w io.Writer) {
 			runcs = append(runcs, rt.Name)
 		}
 	}
-	if len(r.Lifecycle) > 0 {
+	_, ranRauha := r.find(r.Lifecycle, "rauha", "cycle", 0)
+	if ranRauha {
 		n := 0
 		if x, ok := r.find(r.Lifecycle, "rauha", "cycle", 0); ok {
 			n = x.N
