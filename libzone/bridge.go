@@ -250,17 +250,13 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 		}
 		return br, e.ensureNAT()
 	}
-	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, Alias: alias}}); errors.Is(err, unix.EEXIST) {
-		// Another member's create made it meanwhile.
-		return ownLink(name, alias)
-	} else if err != nil {
-		return nil, fmt.Errorf("zone %s: create bridge %s: %w", zoneName, name, err)
-	}
-	if br, err = netlink.LinkByName(name); err != nil {
-		return nil, fmt.Errorf("zone %s: bridge %s: %w", zoneName, name, err)
-	}
-	if err := setAlias(br, alias); err != nil {
-		return nil, err
+	if br, err = e.takeSpare(name, alias); err != nil {
+		return nil, fmt.Errorf("zone %s: %w", zoneName, err)
+	} else if br == nil {
+		var raced bool
+		if br, raced, err = addBridge(zoneName, name, alias); err != nil || raced {
+			return br, err
+		}
 	}
 	if err := netlink.AddrReplace(br, gwNet); err != nil {
 		return nil, fmt.Errorf("zone %s: bridge %s address %s: %w", zoneName, name, gwNet.IPNet, err)
@@ -272,6 +268,21 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 		return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
 	}
 	return br, e.ensureNAT()
+}
+
+// addBridge creates the zone's bridge with its alias. raced: another
+// member's create made it meanwhile, and it is that one, set up already.
+func addBridge(zoneName, name, alias string) (br netlink.Link, raced bool, err error) {
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, Alias: alias}}); errors.Is(err, unix.EEXIST) {
+		br, err := ownLink(name, alias)
+		return br, true, err
+	} else if err != nil {
+		return nil, false, fmt.Errorf("zone %s: create bridge %s: %w", zoneName, name, err)
+	}
+	if br, err = netlink.LinkByName(name); err != nil {
+		return nil, false, fmt.Errorf("zone %s: bridge %s: %w", zoneName, name, err)
+	}
+	return br, false, setAlias(br, alias)
 }
 
 // ensureNAT makes the root's table when a new bridge finds none (the
@@ -349,7 +360,7 @@ func (e *Engine) unplugZone(n zoneNet) error {
 	name := bridgeName(e.root, n.name)
 	if l, err := ownLink(name, linkAlias(e.root, "zone", n.name)); err != nil {
 		errs = append(errs, err)
-	} else if l != nil {
+	} else if l != nil && (n.last || !e.parkBridge(l)) {
 		if err := netlink.LinkDel(l); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: remove bridge %s: %w", n.name, name, err))
 		}
@@ -360,6 +371,9 @@ func (e *Engine) unplugZone(n zoneNet) error {
 			err = newNATTable(e.root).drop(c)
 		}
 		if err != nil {
+			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
+		}
+		if err := e.dropSpare(); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}
 	}
@@ -387,6 +401,10 @@ func (e *Engine) reconcileNetwork(subnets map[string]netip.Prefix, members map[s
 		switch {
 		case alias == "" && ours && len(ifname) == len(bridgePrefix)+12:
 			kind, name, stale = "unnamed", "(its create died before naming it)", true
+		case ifname == spareName(e.root) && (alias == "" || alias == spareAlias(e.root)):
+			// A spare is kept for the next bridged zone; one whose
+			// park died before its alias is removed.
+			kind, name, stale = spareKind, "bridge", alias == "" || len(subnets) == 0
 		case !ok || !strings.HasPrefix(alias, prefix):
 			continue
 		case kind == "zone":

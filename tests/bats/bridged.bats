@@ -294,6 +294,71 @@ try_killed() {
 	wait "$pid" 2>/dev/null || true
 }
 
+@test "bridged: a deleted zone's bridge is parked as the root's spare, renamed for the next bridged zone, removed with the last" {
+	local spare idx br
+	spare=rz$(printf %s "$ROOT" | sha256sum | cut -c1-4)-spare
+	bridged_zone keep
+	serve keep sk
+	bridged_zone one
+	serve one s1
+	br=$(ip -j -d link show | jq -r --arg a "$(root_tag) zone one" '.[] | select(.ifalias == $a) | .ifname')
+	[[ -n $br ]] || fail "no bridge of zone one"
+	idx=$(ip -j link show "$br" | jq -r '.[0].ifindex')
+
+	# Another zone stays bridged: one's bridge is parked, not deleted.
+	rrun rt delete --force s1
+	assert_success
+	rrun rt zone delete one
+	assert_success
+	rrun ip -j -d link show "$spare"
+	assert_success
+	jq -e --argjson i "$idx" --arg a "$(root_tag) spare bridge" \
+		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
+		fail "not zone one's bridge parked down as the spare: $stdout"
+	rrun ip -j addr show dev "$spare"
+	[[ $(jq '.[0].addr_info | length' <<<"$stdout") == 0 ]] || fail "the spare kept addresses: $stdout"
+	consistent_network
+
+	# The next bridged zone's bridge is the same device, renamed, with its
+	# own gateway, and forwards.
+	bridged_zone two
+	serve two s2
+	run ip link show "$spare"
+	assert_failure
+	br=$(ip -j -d link show | jq -r --arg a "$(root_tag) zone two" '.[] | select(.ifalias == $a) | .ifname')
+	[[ $(ip -j link show "$br" | jq -r '.[0].ifindex') == "$idx" ]] || fail "zone two has a new bridge $br, not the spare"
+	verify_check two "container s2: network" true "bridged: eth0 $(addr s2)/24"
+	pong s2 "$(addr sk)"
+	pong sk "$(addr s2)"
+
+	# Reconcile keeps the spare while a zone is bridged; with the last
+	# bridged zone, the spare goes too.
+	rrun rt delete --force s2
+	assert_success
+	rrun rt zone delete two
+	assert_success
+	rrun rt zone reconcile
+	assert_success
+	ip link show "$spare" >/dev/null 2>&1 || fail "no spare while zone keep is bridged"
+	rrun rt delete --force sk
+	assert_success
+	rrun rt zone delete keep
+	assert_success
+	assert_no_network
+
+	# A park that died before naming its spare leaves one without an
+	# alias: reconcile removes it.
+	bridged_zone three
+	serve three s3
+	echo "$spare" >>"$BATS_TEST_TMPDIR/links"
+	ip link add "$spare" type bridge || fail "ip link add $spare"
+	rrun rt zone reconcile
+	assert_success
+	assert_match "$output" "$spare"
+	run ip link show "$spare"
+	assert_failure
+}
+
 # timed_ms CMD...: run CMD, print how long it took in ms.
 timed_ms() {
 	local t0
