@@ -387,7 +387,8 @@ show_agent_pod() {
 	set_in_cluster
 	ok bash "$BATS_TEST_DIRNAME/../../scripts/agent-image.sh" "$K_RUN/test/rauha-agent" "$K_RUN/test/agent-image.tar"
 	ok nsenter "${IN_CLUSTER[@]}" ctr --address "$K8S_SOCK" -n k8s.io images import "$K_RUN/test/agent-image.tar"
-	ok "${KCTL[@]}" apply -f "$BATS_TEST_DIRNAME/../../deploy/rbac.yaml"
+	ok "${KCTL[@]}" apply -f "$BATS_TEST_DIRNAME/../../deploy/crd.yaml" -f "$BATS_TEST_DIRNAME/../../deploy/rbac.yaml"
+	ok "${KCTL[@]}" wait --for=condition=Established crd/zonepolicies.rauha.dev --timeout=60s
 	ok "${KCTL[@]}" label node localhost rauha.dev/runtime=true --overwrite
 	# kube-controller-manager's root CA publisher would write this.
 	ok "${KCTL[@]}" -n rauha-system create configmap kube-root-ca.crt --from-file=ca.crt="$K_RUN/pki/ca.crt"
@@ -404,7 +405,7 @@ show_agent_pod() {
 			ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "rauha-agent", uid: $uid,
 				controller: true, blockOwnerDeletion: true}]}
 		| .spec.nodeName = "localhost"' <<<"$ds")" "${KCTL[@]}" apply -f -
-	wait_for 120 agent_pod_ready || { show_agent_pod; false; }
+	wait_for 90 agent_pod_ready || { show_agent_pod; false; }
 
 	zonepolicy zpds "$ALLOWED_PORT"
 	wait_for 60 zone_source zpds || { show_agent_pod; false; }
