@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,5 +180,35 @@ func TestAgentEventsOnPods(t *testing.T) {
 	}
 	if !strings.Contains(got["DeniedEgress"].Message, "10.0.0.1:443") {
 		t.Errorf("message after the restart: %q", got["DeniedEgress"].Message)
+	}
+}
+
+// TestEventNaming: reasons name the control and the decision, and Event
+// names stay valid object names for any pod name.
+func TestEventNaming(t *testing.T) {
+	for _, tc := range []struct{ control, decision, typ, reason string }{
+		{"egress", zone.DecisionDeny, corev1.EventTypeWarning, "DeniedEgress"},
+		{"file", zone.DecisionAudit, corev1.EventTypeNormal, "AuditedFile"},
+		{"exec_route", zone.DecisionDeny, corev1.EventTypeWarning, "DeniedExecRoute"},
+	} {
+		typ, reason := eventReason(eventKey{Control: tc.control, Decision: tc.decision})
+		if typ != tc.typ || reason != tc.reason {
+			t.Errorf("%s/%s: %s %s, want %s %s", tc.control, tc.decision, typ, reason, tc.typ, tc.reason)
+		}
+	}
+	long := strings.Repeat("p", 253)
+	for _, pod := range []string{"web", long} {
+		k := eventKey{Namespace: "default", Pod: pod, UID: "u", Control: "egress", Decision: zone.DecisionDeny}
+		name := eventName(k, "node-a")
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			t.Errorf("Event name %q: %v", name, errs)
+		}
+		if name == eventName(k, "node-b") {
+			t.Error("two nodes' Events of one pod share a name")
+		}
+		k.Control = "file"
+		if name == eventName(k, "node-a") {
+			t.Error("two controls' Events of one pod share a name")
+		}
 	}
 }
