@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -63,7 +65,9 @@ var runCommand = &cli.Command{
 		&cli.StringSliceFlag{Name: "root", Value: cli.NewStringSlice(libzone.DefaultRoot), Usage: "a rauha state root to keep in step (repeat for several: the --root of each runtime handler)"},
 		&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file (default: in-cluster configuration)"},
 		&cli.DurationFlag{Name: "resync", Value: time.Minute, Usage: "how often each zone's node status is refreshed"},
+		&cli.DurationFlag{Name: "event-interval", Value: 5 * time.Second, Usage: "least time between two writes of one pod's Event of a control's denials (0: no Events)"},
 		&cli.StringFlag{Name: "metrics-bind-address", Value: ":9500", Usage: "address of /metrics (\"0\" disables it)"},
+		&cli.StringFlag{Name: "health-probe-bind-address", Value: "0", Usage: "address of /healthz and /readyz, ready once the ZonePolicy objects are listed (\"0\" disables it)"},
 	},
 	Action: func(c *cli.Context) error {
 		node := c.String("node")
@@ -72,6 +76,9 @@ var runCommand = &cli.Command{
 		}
 		if c.Duration("resync") <= 0 {
 			return errors.New("--resync must be positive")
+		}
+		if c.Duration("event-interval") < 0 {
+			return errors.New("--event-interval must not be negative")
 		}
 		ctrl.SetLogger(zap.New())
 		cfg, err := restConfig(c.String("kubeconfig"))
@@ -86,11 +93,24 @@ var runCommand = &cli.Command{
 			return err
 		}
 		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:  scheme,
-			Metrics: metricsserver.Options{BindAddress: c.String("metrics-bind-address")},
+			Scheme:                 scheme,
+			Metrics:                metricsserver.Options{BindAddress: c.String("metrics-bind-address")},
+			HealthProbeBindAddress: c.String("health-probe-bind-address"),
 		})
 		if err != nil {
 			return fmt.Errorf("controller manager: %w", err)
+		}
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return err
+		}
+		// Ready once the watch of the ZonePolicy objects has listed them all.
+		if err := mgr.AddReadyzCheck("zonepolicies-listed", func(req *http.Request) error {
+			if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+				return errors.New("the ZonePolicy objects are not listed yet")
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
 		var engines []*libzone.Engine
 		for _, root := range c.StringSlice("root") {
@@ -101,6 +121,15 @@ var runCommand = &cli.Command{
 			engines = append(engines, e)
 		}
 		ctrlmetrics.Registry.MustRegister(agent.NewCollector(engines))
+		if iv := c.Duration("event-interval"); iv > 0 {
+			for _, e := range engines {
+				f := &agent.EventForwarder{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Node: node,
+					Engine: e, Annotations: agent.StateAnnotations(e), Interval: iv}
+				if err := mgr.Add(f); err != nil {
+					return fmt.Errorf("event forwarder of %s: %w", e.Root(), err)
+				}
+			}
+		}
 		r := &agent.Reconciler{Client: mgr.GetClient(), Node: node, Engines: engines, Resync: c.Duration("resync")}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("zonepolicy controller: %w", err)

@@ -43,10 +43,11 @@ setup_file() {
 		allowed_egress = ["$K8S_GW:$ALLOWED_PORT"]
 	EOF
 	"$RT" --root "$K8S_RAUHA_ROOT" zone create "$ZONE" --policy "$K_RUN/test/web.toml" >&2
-	# The node agent of the rauha under test (its Kubernetes libraries are
+	# The node agent of the rauha under test, static as `make agent` builds
+	# it: the DaemonSet's image holds it alone (its Kubernetes libraries are
 	# compiled already when the unit tests ran).
-	(cd "$BATS_TEST_DIRNAME/../.." && ${GO:-go} build -tags "seccomp urfave_cli_no_docs netgo osusergo runc_nocriu" \
-		-o "$K_RUN/test/rauha-agent" ./cmd/rauha-agent) >&2
+	(cd "$BATS_TEST_DIRNAME/../.." && CGO_ENABLED=1 ${GO:-go} build -tags "seccomp urfave_cli_no_docs netgo osusergo runc_nocriu" \
+		-ldflags "-s -w -extldflags -static" -o "$K_RUN/test/rauha-agent" ./cmd/rauha-agent) >&2
 	# Two listeners on the pod bridge's address inside the cluster's network
 	# namespace; their pids are ours, stopped in teardown_file.
 	local port
@@ -183,7 +184,7 @@ AGENT_METRICS=127.0.0.1:19500
 start_agent() {
 	start_daemon "$K_RUN/test/agent.pid" "$K_RUN/test/agent.log" \
 		nsenter --net="/run/netns/$K8S_NETNS" -- "$K_RUN/test/rauha-agent" run --node localhost \
-		--root "$K8S_RAUHA_ROOT" --kubeconfig "$K8S_KUBECONFIG" --resync 2s --metrics-bind-address "$AGENT_METRICS"
+		--root "$K8S_RAUHA_ROOT" --kubeconfig "$K8S_KUBECONFIG" --resync 2s --event-interval 1s --metrics-bind-address "$AGENT_METRICS"
 }
 
 # zonepolicy NAME PORT...: apply ZonePolicy NAME: /etc read-only, egress to
@@ -202,14 +203,14 @@ zonepolicy() {
 node_status() {
 	local out
 	out=$(kctl get zonepolicy "$1" -o json) || return 1
-	jq -e "any(.status.nodes[]?; .node == \"localhost\" and ($2))" <<<"$out" >/dev/null
+	jqe "any(.status.nodes[]?; .node == \"localhost\" and ($2))" <<<"$out" >/dev/null
 }
 
 # zone_source NAME: the node's zone NAME exists and the agent made it.
 zone_source() {
 	local out
 	out=$("$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1") || return 1
-	jq -e --arg s "zonepolicy:$1" '.policy_source == $s' <<<"$out" >/dev/null
+	jqe --arg s "zonepolicy:$1" '.policy_source == $s' <<<"$out" >/dev/null
 }
 zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1; }
 
@@ -221,6 +222,7 @@ zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1
 	[[ $status -eq 0 ]]
 	[[ $output == *"--- PASS: TestAgentFollowsZonePolicies"* ]]
 	[[ $output == *"--- PASS: TestWebhookSelectsZones"* ]]
+	[[ $output == *"--- PASS: TestAgentEventsOnPods"* ]]
 }
 
 @test "agent: a ZonePolicy becomes the node's zone and the node reports its status" {
@@ -249,6 +251,53 @@ zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1
 	zonepolicy zpweb "$ALLOWED_PORT"
 	wait_for 60 node_status zpweb '.observedGeneration == 3' || { kctl get zonepolicy zpweb -o yaml >&2; false; }
 	fails_with 'Operation not permitted' "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+}
+
+# log_denies ZONE CONTROL ID: how many denials of CONTROL rauha logged for container ID.
+log_denies() {
+	"$RT" --root "$K8S_RAUHA_ROOT" zone events "$1" --format json |
+		jq -s --arg c "$2" --arg id "$3" '[.[] | select(.control == $c and .decision == "deny" and .container == $id)] | length'
+}
+
+# events_agree POD ZONE CONTROL REASON ID: POD has exactly one Event of REASON,
+# and its count is the number of CONTROL's denials of container ID in the
+# node's log: none lost, none sent twice.
+events_agree() {
+	local evs want
+	evs=$(kctl get events --field-selector "involvedObject.name=$1,reason=$4" -o json) || return 1
+	[[ $(jq '.items | length' <<<"$evs") == 1 ]] || return 1
+	want=$(log_denies "$2" "$3" "$5") || return 1
+	[[ $want -gt 0 && $(jq '.items[0].count' <<<"$evs") == "$want" ]]
+}
+
+# show_events POD ZONE: what the cluster and the node have, for a failure.
+show_events() {
+	echo "# Events of pod $1:" >&2
+	kctl get events --field-selector "involvedObject.name=$1" -o yaml >&2
+	echo "# the node's log of zone $2:" >&2
+	"$RT" --root "$K8S_RAUHA_ROOT" zone events "$2" >&2
+	tail -20 "$K_RUN/test/agent.log" >&2
+}
+
+@test "agent: a pod's denials are one Warning Event on the pod per control, counting them" {
+	local id
+	id=$(container_id zp)
+	[[ -n $id ]]
+	# 40 connections to the port the zone denies, in one exec
+	run timeout "$STEP_TIMEOUT" "${KCTL[@]}" exec zp -- sh -c \
+		"for i in \$(seq 40); do wget -qO- http://$K8S_GW:$DENIED_PORT/msg 2>/dev/null && echo LEAK; done; true"
+	[[ $status -eq 0 && $output != *LEAK* ]] || { echo "$output" >&2; false; }
+	fails_with 'Read-only file system' "${KCTL[@]}" exec zp -- sh -c 'echo x >/etc/probe'
+	wait_for 30 events_agree zp zpweb egress DeniedEgress "$id" || { show_events zp zpweb; false; }
+	wait_for 30 events_agree zp zpweb file DeniedFile "$id" || { show_events zp zpweb; false; }
+	ok "${KCTL[@]}" get events --field-selector involvedObject.name=zp
+	[[ $output =~ Warning\ +DeniedEgress\ +pod/zp\ +zone\ zpweb\ egress\ denied:\ $K8S_GW:$DENIED_PORT ]] ||
+		{ echo "$output" >&2; false; }
+	[[ $output =~ Warning\ +DeniedFile\ +pod/zp\ +zone\ zpweb\ file\ denied:\ /etc/probe ]] || { echo "$output" >&2; false; }
+	ok "${KCTL[@]}" get events --field-selector involvedObject.name=zp,reason=DeniedEgress -o jsonpath='{.items[0].count}'
+	((output >= 40)) || { echo "# count $output, want at least 40" >&2; false; }
+	# matched by the pod's uid, as describe does
+	describe_has zp DeniedEgress || { kctl describe pod zp >&2; false; }
 }
 
 @test "agent: /metrics serves the zone's counters" {
@@ -283,6 +332,8 @@ zone_gone() { ! "$RT" --root "$K8S_RAUHA_ROOT" zone inspect "$1" >/dev/null 2>&1
 	zonepolicy zpweb "$ALLOWED_PORT"
 	wait_for 60 node_status zpweb '.observedGeneration == 5' || { cat "$K_RUN/test/agent.log" >&2; false; }
 	fails_with 'Operation not permitted' "${KCTL[@]}" exec zp -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	# The Event counts every denial once across the restart and the outage.
+	wait_for 30 events_agree zp zpweb egress DeniedEgress "$(container_id zp)" || { show_events zp zpweb; false; }
 }
 
 @test "agent: deleting the pod leaves no member; deleting the ZonePolicy removes the zone" {
@@ -439,4 +490,84 @@ in_zone() {
 		wait_for 30 zone_gone "$z" || { cat "$K_RUN/test/agent.log" >&2; false; }
 	done
 	ok "${KCTL[@]}" delete namespace zoned --wait=false
+}
+
+# ----------------------------------------------------------- the agent as a DaemonSet
+
+# agent_daemonset: deploy/agent.yaml's DaemonSet as JSON, changed only where
+# this cluster differs from a real one: the node's rauha root is the test's
+# (mounted at the same path, as the manifest does: the root's path names its
+# BPF pin directory), resyncs and Event writes are faster, and what the
+# missing kube-controller-manager, kube-proxy and ServiceAccount admission
+# would give the pod is given by hand: the API server's address (no Service
+# proxy: 127.0.0.1:6443 of the host network) and the service account token
+# volume.
+agent_daemonset() {
+	kctl create --dry-run=client -o json -f "$BATS_TEST_DIRNAME/../../deploy/agent.yaml" |
+		jq --arg rootdir "$K_RUN/runtime-rauha" --arg root "$K8S_RAUHA_ROOT" '
+		.spec.template.spec.volumes |= map(if .name == "root" then .hostPath.path = $rootdir else . end)
+		| .spec.template.spec.volumes += [{name: "token", projected: {sources: [
+			{serviceAccountToken: {path: "token", expirationSeconds: 3607}},
+			{configMap: {name: "kube-root-ca.crt", items: [{key: "ca.crt", path: "ca.crt"}]}},
+			{downwardAPI: {items: [{path: "namespace", fieldRef: {fieldPath: "metadata.namespace"}}]}}]}}]
+		| .spec.template.spec.containers[0] |= (
+			.volumeMounts |= map(if .name == "root" then .mountPath = $rootdir else . end)
+			| .volumeMounts += [{name: "token", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount", readOnly: true}]
+			| .args |= map(if . == "/run/containerd/rauha/k8s.io" then $root else . end)
+			| .args += ["--resync", "2s", "--event-interval", "1s"]
+			| .env += [{name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1"}, {name: "KUBERNETES_SERVICE_PORT", value: "6443"}])'
+}
+
+# agent_pod_ready: the DaemonSet's pod on localhost is Ready.
+agent_pod_ready() {
+	kctl -n rauha-system get pods -l app=rauha-agent -o json |
+		jqe 'any(.items[]; .spec.nodeName == "localhost" and any(.status.conditions[]?; .type == "Ready" and .status == "True"))'
+}
+
+show_agent_pod() {
+	kctl -n rauha-system describe pods -l app=rauha-agent >&2
+	kctl -n rauha-system logs -l app=rauha-agent --tail=30 >&2
+}
+
+@test "agent: deploy/agent.yaml runs the agent image on the node; it becomes Ready, applies a ZonePolicy and reports a pod's denials" {
+	# One agent per node: the process stops, the DaemonSet's pod takes over
+	# (and the cursor of Events the process left in the root).
+	stop_daemon "$K_RUN/test/agent.pid" rauha-agent
+	set_in_cluster
+	ok bash "$BATS_TEST_DIRNAME/../../scripts/agent-image.sh" "$K_RUN/test/rauha-agent" "$K_RUN/test/agent-image.tar"
+	ok nsenter "${IN_CLUSTER[@]}" ctr --address "$K8S_SOCK" -n k8s.io images import "$K_RUN/test/agent-image.tar"
+	ok "${KCTL[@]}" apply -f "$BATS_TEST_DIRNAME/../../deploy/crd.yaml" -f "$BATS_TEST_DIRNAME/../../deploy/rbac.yaml"
+	ok "${KCTL[@]}" wait --for=condition=Established crd/zonepolicies.rauha.dev --timeout=60s
+	ok "${KCTL[@]}" label node localhost rauha.dev/runtime=true --overwrite
+	# kube-controller-manager's root CA publisher would write this.
+	ok "${KCTL[@]}" -n rauha-system create configmap kube-root-ca.crt --from-file=ca.crt="$K_RUN/pki/ca.crt"
+	local ds uid
+	ds=$(agent_daemonset)
+	ok_in "$ds" "${KCTL[@]}" apply -f -
+	# This cluster runs no kube-controller-manager and no scheduler: the
+	# DaemonSet controller would create this pod (with a node affinity the
+	# scheduler binds), so the test creates it, from the DaemonSet's own
+	# template, owned by the DaemonSet and bound to the node.
+	uid=$(kctl -n rauha-system get daemonset rauha-agent -o jsonpath='{.metadata.uid}')
+	ok_in "$(jq --arg uid "$uid" '.spec.template | .apiVersion = "v1" | .kind = "Pod"
+		| .metadata += {name: "rauha-agent-localhost", namespace: "rauha-system",
+			ownerReferences: [{apiVersion: "apps/v1", kind: "DaemonSet", name: "rauha-agent", uid: $uid,
+				controller: true, blockOwnerDeletion: true}]}
+		| .spec.nodeName = "localhost"' <<<"$ds")" "${KCTL[@]}" apply -f -
+	wait_for 90 agent_pod_ready || { show_agent_pod; false; }
+
+	zonepolicy zpds "$ALLOWED_PORT"
+	wait_for 60 zone_source zpds || { show_agent_pod; false; }
+	wait_for 60 node_status zpds '.observedGeneration == 1 and .error == null' || { kctl get zonepolicy zpds -o yaml >&2; false; }
+	pod dspod rauha '{"org.rauha.zone": "zpds"}'
+	wait_ready dspod
+	fails_with 'Operation not permitted' "${KCTL[@]}" exec dspod -- wget -qO- "http://$K8S_GW:$DENIED_PORT/msg"
+	wait_for 30 events_agree dspod zpds egress DeniedEgress "$(container_id dspod)" || { show_events dspod zpds; show_agent_pod; false; }
+	wait_for 30 node_status zpds '.members == 2 and .isolated == true' || { kctl get zonepolicy zpds -o yaml >&2; false; }
+
+	ok "${KCTL[@]}" delete pod dspod --wait=true --timeout=60s
+	ok "${KCTL[@]}" delete zonepolicy zpds --wait=true --timeout=60s
+	wait_for 30 zone_gone zpds || { show_agent_pod; false; }
+	ok "${KCTL[@]}" -n rauha-system delete pod rauha-agent-localhost --wait=true --timeout=60s
+	ok "${KCTL[@]}" -n rauha-system delete daemonset rauha-agent
 }
