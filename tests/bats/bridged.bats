@@ -54,6 +54,14 @@ addr() {
 	done | head -n1
 }
 
+# addr6 ID: the member's leased IPv6 address.
+addr6() {
+	rt state "$1" >/dev/null || fail "no container $1"
+	rt zone list --format json | jq -r '.[].name' | while read -r z; do
+		rt zone inspect "$z" | jq -r --arg id "$1" '.members[] | select(.id == $id) | .addresses[] | select(test(":"))'
+	done | head -n1
+}
+
 # pong ID ADDR [PORT]: the member ID connects to ADDR:PORT and gets pong.
 pong() {
 	rexec "$1" nc -w 3 "$2" "${3:-8080}"
@@ -115,7 +123,10 @@ consistent_network() {
 	done
 	want=0
 	for id in $ids; do
-		[[ -n $(rt state "$id" | jq -r '.annotations["org.rauha.ports"] // ""') ]] && want=$((want + 2))
+		if [[ -n $(rt state "$id" | jq -r '.annotations["org.rauha.ports"] // ""') ]]; then
+			want=$((want + 2))
+			[[ -z $(addr6 "$id") ]] || want=$((want + 2))
+		fi
 	done
 	got=$(nft_rules | grep -c dnat || true)
 	[[ $got -eq $want ]] || fail "$got DNAT rules for $want: $(nft_rules)"
@@ -141,6 +152,21 @@ uplink() {
 	ip -n "$UP" addr add "$UP_PEER/30" dev eth0
 	ip -n "$UP" link set eth0 up
 	ip -n "$UP" route add default via "$UP_HOST"
+}
+
+# uplink6: uplink, plus IPv6: a /64 of 2001:db8::/32 (documentation)
+# on the veth, $UP_HOST6 on the host's end (forwarding IPv6 for the
+# replies), $UP_PEER6 on the namespace's, added without DAD.
+uplink6() {
+	uplink
+	local n=$((RANDOM % 65536)) l
+	l=$(tail -n1 "$BATS_TEST_TMPDIR/links")
+	UP_HOST6=2001:db8:$(printf %x $n)::1
+	UP_PEER6=2001:db8:$(printf %x $n)::2
+	echo 1 >"/proc/sys/net/ipv6/conf/$l/force_forwarding"
+	ip -6 addr add "$UP_HOST6/64" dev "$l" nodad
+	ip -n "$UP" -6 addr add "$UP_PEER6/64" dev eth0 nodad
+	ip -n "$UP" -6 route add default via "$UP_HOST6"
 }
 
 # up_serve: a listener in $UP answering its peer's address ("from ADDR").
@@ -183,6 +209,89 @@ up_serve() {
 
 	verify_check a "container sa: network" true "bridged: eth0 $A/24"
 	verify_check a "container sa: addresses" true "$A"
+}
+
+@test "bridged IPv6: three zones, a listener in each: packets cross bridges only as allowed_zones says, both ways" {
+	bridged_zone a $'ipv6 = true\nallowed_zones = ["b"]'
+	bridged_zone b $'ipv6 = true\nallowed_zones = ["a"]'
+	bridged_zone c $'ipv6 = true\nallowed_zones = ["a"]'
+	serve a sa
+	serve b sb
+	serve c sc
+	serve a sa2
+	A=$(addr6 sa) B=$(addr6 sb) C=$(addr6 sc) A2=$(addr6 sa2)
+	# The root's unique local /48, one /64 per zone.
+	ula=$(printf %s "$A" | cut -d: -f1-3)
+	[[ $A == fd* && $B == "$ula":* && $C == "$ula":* ]] || fail "addresses not from one ULA /48: $A $B $C"
+	net() { printf %s "$1" | cut -d: -f1-4; }
+	[[ $(net "$A") == "$(net "$A2")" && $(net "$A") != "$(net "$B")" && $(net "$B") != "$(net "$C")" ]] || fail "subnets: a $A $A2, b $B, c $C"
+	# No address is tentative: DAD is off, nothing waits.
+	[[ -z $(nsenter -t "$(ct_pid sa)" -n ip -6 addr show tentative) ]] || fail "tentative addresses in sa: $(nsenter -t "$(ct_pid sa)" -n ip -6 addr)"
+	br=$(ip -j -d link show | jq -r --arg t "$(root_tag) zone a" '.[] | select(.ifalias == $t) | .ifname')
+	[[ -n $br && -z $(ip -6 addr show dev "$br" scope global tentative) ]] || fail "bridge '$br' of a: $(ip -6 addr show dev "$br")"
+
+	pong sa "$A2"
+	pong sa "$B"
+	pong sb "$A"
+	eperm sa "$C"
+	wait_event a '.control == "egress" and .target_zone == "c" and .decision == "deny"' >/dev/null
+	# c's connect leaves (c lists a); a's ingress drops it.
+	rexec sc nc -w 2 "$A" 8080
+	assert_failure
+	[[ $output != *"Operation not permitted"* ]] || fail "denied at c's egress, not at a's ingress: $output"
+	wait_event a '.control == "ingress" and .target_zone == "c" and .decision == "deny"' >/dev/null
+	eperm sb "$C"
+	eperm sc "$B"
+	zone_update a $'[network]\nmode = "bridged"\nipv6 = true\nallowed_zones = ["b", "c"]'
+	pong sc "$A"
+	pong sa "$C"
+
+	verify_check a "container sa: network" true "bridged: eth0 $(addr sa)/24 $A/64"
+	verify_check a "container sa: addresses" true "$A"
+}
+
+@test "bridged IPv6: masquerading out of the host as allowed_egress says; a published port over IPv6" {
+	uplink6
+	up_serve
+	bridged_zone out6 "ipv6 = true
+allowed_egress = [\"[$UP_PEER6]:8080\"]"
+	# network.subnet6 alone asks for IPv6.
+	bridged_zone shut6 "subnet6 = \"fd00:db8:$(printf %x $((RANDOM % 65536)))::/64\"
+allowed_egress = [\"10.0.0.0/8\"]"
+	make_bundle co
+	in_zone co out6
+	run_ct so co
+	make_bundle cs
+	in_zone cs shut6
+	run_ct ss cs
+	[[ $(addr6 ss) == fd00:db8:* ]] || fail "network.subnet6 not used: $(addr6 ss)"
+
+	# Only a masqueraded connection gets its answer back: the namespace
+	# has no route to the zones' subnets.
+	ip -n "$UP" -6 route del default
+	pong so "$UP_PEER6"
+	eperm ss "$UP_PEER6"
+	wait_event shut6 '.control == "egress" and .decision == "deny"' >/dev/null
+
+	hp=$(free_port)
+	bridged_zone web6 'ipv6 = true'
+	make_bundle cw nc -ll -p 80 -e echo pong
+	in_zone cw web6
+	cfg cw '.annotations["org.rauha.ports"] = $p' --arg p "$hp:80/tcp"
+	run_ct sw cw
+	retry 50 0.1 eval "nsenter -t $(ct_pid sw) -n ss -Hltn 'sport = :80' | grep -q ." || fail "nothing listens on 80 in sw"
+	ip -n "$UP" -6 route add default via "$UP_HOST6"
+	run ip netns exec "$UP" busybox nc -w 3 "$UP_HOST6" "$hp"
+	assert_success
+	assert_eq "$output" pong
+	run busybox nc -w 3 "$UP_HOST6" "$hp"
+	assert_success
+	assert_eq "$output" pong
+	[[ $(nft_rules | grep -c 'dnat ip6 to') -eq 2 ]] || fail "want 2 IPv6 DNAT rules: $(nft_rules)"
+	verify_check web6 "container sw: network" true "bridged: eth0 [0-9.]+/24 $(addr6 sw)/64"
+	rrun rt delete --force sw
+	assert_success
+	[[ -z $(nft_rules | grep dnat) ]] || fail "DNAT rules left after delete: $(nft_rules)"
 }
 
 @test "bridged: masquerading out of the host reaches a listener when allowed_egress allows it, and not when it does not" {
