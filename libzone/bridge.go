@@ -223,6 +223,13 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) error
 		return err
 	}
 	t := newNATTable(e.root)
+	// The member's rules may be there already: a create that installs the
+	// root's kernel programs restores every member first (reconcile
+	// rebuilds the table from the records, this one's among them). They
+	// are replaced in the same batch, so the ports are published once.
+	if err := t.delTagged(c, containerTag(rec.ID)); err != nil {
+		return fmt.Errorf("container %s: %w", rec.ID, err)
+	}
 	_, pre, out := t.ensure(c)
 	t.addPorts(c, rec.ID, l.Address.Addr(), rec.Ports, pre, out)
 	if rec.Lease6 != nil {
