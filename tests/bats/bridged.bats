@@ -182,14 +182,15 @@ up_serve() {
 	serve b sb
 	serve c sc
 	serve a sa2
+	# No address is tentative: DAD is off, nothing waits (with DAD, an
+	# address stays tentative for a second or more after it is added).
+	[[ -z $(nsenter -t "$(ct_pid sa2)" -n ip -6 addr show tentative) ]] || fail "tentative addresses in sa2: $(nsenter -t "$(ct_pid sa2)" -n ip -6 addr)"
 	A=$(addr6 sa) B=$(addr6 sb) C=$(addr6 sc) A2=$(addr6 sa2)
 	# The root's unique local /48, one /64 per zone.
 	ula=$(printf %s "$A" | cut -d: -f1-3)
 	[[ $A == fd* && $B == "$ula":* && $C == "$ula":* ]] || fail "addresses not from one ULA /48: $A $B $C"
 	net() { printf %s "$1" | cut -d: -f1-4; }
 	[[ $(net "$A") == "$(net "$A2")" && $(net "$A") != "$(net "$B")" && $(net "$B") != "$(net "$C")" ]] || fail "subnets: a $A $A2, b $B, c $C"
-	# No address is tentative: DAD is off, nothing waits.
-	[[ -z $(nsenter -t "$(ct_pid sa)" -n ip -6 addr show tentative) ]] || fail "tentative addresses in sa: $(nsenter -t "$(ct_pid sa)" -n ip -6 addr)"
 	br=$(ip -j -d link show | jq -r --arg t "$(root_tag) zone a" '.[] | select(.ifalias == $t) | .ifname')
 	[[ -n $br && -z $(ip -6 addr show dev "$br" scope global tentative) ]] || fail "bridge '$br' of a: $(ip -6 addr show dev "$br")"
 
