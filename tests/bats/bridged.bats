@@ -410,6 +410,7 @@ bridged_member() {
 }
 
 @test "bridged: SIGKILL inside create's network setup: what is left, reconcile removes, and the lease is free again" {
+	requires strace
 	local br
 	hp=$(free_port)
 	bridged_member kc "$hp"
@@ -445,6 +446,7 @@ bridged_member() {
 }
 
 @test "bridged: SIGKILL inside delete's and zone delete's network teardown: what is left, reconcile removes" {
+	requires strace
 	local br
 	hp=$(free_port)
 	bridged_member kd "$hp"
