@@ -273,6 +273,11 @@ func (e *Engine) persist(a *admission) error {
 			if err := tx.Lease(a.rec, a.zone.Policy.Network.Subnet, hostRoutes()); err != nil {
 				return err
 			}
+			if a.zone.Policy.Network.WantsIPv6() {
+				if err := tx.Lease6(a.rec, a.zone.Policy.Network.Subnet6, zone.ULAPool(e.root), hostRoutes6()); err != nil {
+					return err
+				}
+			}
 		}
 		return tx.PutContainer(a.rec)
 	})

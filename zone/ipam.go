@@ -122,15 +122,14 @@ var (
 	// bucketSubnets maps a bridged zone's name to its subnet (text).
 	bucketSubnets = []byte("subnets")
 	// bucketLeases holds the leased addresses: key zone name, NUL, the
-	// address's 4 bytes; value the container id.
+	// address's 4 (IPv4) or 16 (IPv6) bytes; value the container id.
 	bucketLeases = []byte("leases")
 	// bucketPorts maps "tcp/8080" to the container publishing it.
 	bucketPorts = []byte("ports")
 )
 
 func leaseKey(zone string, a netip.Addr) []byte {
-	b := a.As4()
-	return append([]byte(zone+"\x00"), b[:]...)
+	return append([]byte(zone+"\x00"), a.AsSlice()...)
 }
 
 func portKey(p Port) []byte { return []byte(p.Protocol + "/" + strconv.Itoa(int(p.HostPort))) }
@@ -257,6 +256,9 @@ func (tx *Tx) releaseLease(c *Container) error {
 			}
 		}
 	}
+	if err := tx.releaseLease6(c); err != nil {
+		return err
+	}
 	if b := tx.tx.Bucket(bucketPorts); b != nil {
 		for _, p := range c.Ports {
 			if string(b.Get(portKey(p))) == c.ID {
@@ -277,5 +279,5 @@ func (tx *Tx) releaseSubnet(zone string) error {
 			return fmt.Errorf("zone %q: free subnet: %w", zone, err)
 		}
 	}
-	return nil
+	return tx.releaseSubnet6(zone)
 }

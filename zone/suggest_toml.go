@@ -52,6 +52,13 @@ func (s *Suggestion) TOML(header ...string) []byte {
 	if p.Network.Subnet != "" {
 		w.str("subnet", p.Network.Subnet)
 	}
+	if p.Network.IPv6 {
+		w.flush()
+		fmt.Fprintf(&w.b, "ipv6 = true\n")
+	}
+	if p.Network.Subnet6 != "" {
+		w.str("subnet6", p.Network.Subnet6)
+	}
 	w.list("network.allowed_egress", p.Network.AllowedEgress)
 	w.list("network.denied_egress", plain(p.Network.DeniedEgress))
 	w.list("network.allowed_zones", p.Network.AllowedZones)

@@ -34,6 +34,7 @@ requires() {
 		go) command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]] ||
 			skip "needs the go toolchain to build a test helper" ;;
 		python3) command -v python3 >/dev/null || skip "needs python3" ;;
+		strace) command -v strace >/dev/null || skip "needs strace (its fault injection: -e inject)" ;;
 		userns) [[ -e /proc/self/ns/user ]] || skip "needs user namespaces" ;;
 		seccomp) grep -q "^Seccomp:" /proc/self/status 2>/dev/null || skip "needs seccomp" ;;
 		rauha) is_rauha || skip "rauha-only behaviour" ;;
