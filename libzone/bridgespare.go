@@ -36,6 +36,13 @@ func (e *Engine) parkBridge(br netlink.Link) bool {
 	if flushAddrs(br) != nil {
 		return false
 	}
+	// An IPv6 zone's bridge forwards IPv6 on its own (bridge6.go); the
+	// next zone may not be an IPv6 one. Kernels without the knob never
+	// set it.
+	ff := "/proc/sys/net/ipv6/conf/" + br.Attrs().Name + "/force_forwarding"
+	if err := os.WriteFile(ff, []byte("0"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
 	unlock, err := e.lockSpare()
 	if err != nil {
 		return false
