@@ -10,10 +10,14 @@
  * member), which the runtime's `init` never does (it is exec'd in the
  * runtime's mount namespace and enters the container's afterwards). Its
  * children inherit the arming at fork; it is forgotten when the process
- * exits. The programs (learn_exec, learn_fork, learn_exit, learn_signal,
- * and the observer's sys_exit, observer.bpf.h) are global tracepoints on
- * both backends; the egress programs and the bpf-lsm hooks record what they
- * see of armed processes.
+ * exits. The tracepoints learn_exec, learn_fork, learn_exit, learn_signal
+ * (both backends) and learn_capable (the fallback, Linux 6.14 and later;
+ * bpf-lsm records capabilities in lsm/capable) are attached only while
+ * some zone learns: they run for every exec, fork, exit, signal and
+ * capability check of the host. The deny observer's sys_exit, which stays
+ * attached for its events, records syscalls, files and ptrace
+ * (observer.bpf.h); the egress programs and the bpf-lsm hooks record what
+ * they see of armed processes.
  */
 #ifndef RAUHA_LEARN_BPF_H
 #define RAUHA_LEARN_BPF_H
@@ -190,6 +194,10 @@ static __always_inline void learn_egress(__u32 zone, __u64 member, __u8 family, 
 	struct learn_key *key = learn_key_new(zone, LEARN_EGRESS);
 	if (!key)
 		return;
+	/* ICMP "ping" sockets pass their echo id as the port: a protocol
+	 * without ports is recorded without one. */
+	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP && proto != IPPROTO_SCTP && proto != IPPROTO_UDPLITE)
+		port = 0;
 	struct learn_addr a = { .proto = proto, .family = family, .port = port };
 	if (family == AF_INET)
 		__builtin_memcpy(a.addr, addr, 4);

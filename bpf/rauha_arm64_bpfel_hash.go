@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "d632fa392064622a27f93d9bbb194a7d41e2dd6f590fd3daa0fc15f8c18fef1a"
+const rauhaObjectSHA256 = "90b5ca662da3f17f041b322aaedd1fdc0d6ded68a057d89e1229cfa186c9a626"

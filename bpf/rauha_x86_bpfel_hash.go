@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "22ce2c432b0f23d058eafef995f2192b1d95c02be6712526469260264515fb07"
+const rauhaObjectSHA256 = "7dac9af124a756b33cd9e81b283a927a6644ea89b037c2b27173a668577d8dcc"
