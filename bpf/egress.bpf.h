@@ -616,16 +616,18 @@ static __always_inline int egress_judge(struct __sk_buff *skb, const struct cg_e
  * the address hooks never see a raw socket's destination (connect and
  * sendmsg hooks are TCP's and UDP's; with IP_HDRINCL the header holds it)
  * and see a ping socket's only when it connects. TCP and UDP are recorded
- * there, with the process that did it; here the sender is the current task
- * (a user socket's packets leave in its sendmsg), and the netns's kernel
- * sockets (ICMP errors and echo replies) are nobody's.
+ * there, by the armed process that did it. Packet programs may not ask
+ * which task is current before Linux 6.14: a packet is recorded for its
+ * socket's member while the zone learns, without the program's name. The
+ * runtime's own set-up opens no such socket, and the netns's kernel sockets
+ * (ICMP errors and echo replies) are skipped.
  */
 static __always_inline void learn_packet(struct __sk_buff *skb, const struct cg_entry *e,
 					 const struct packet *p)
 {
 	struct bpf_sock *bsk = skb->sk;
 
-	if (!bsk || p->unjudgeable)
+	if (!bsk || p->unjudgeable || !learn_on() || !zone_learns(e->zone))
 		return;
 	bsk = bpf_sk_fullsock(bsk);
 	if (!bsk)
@@ -636,8 +638,8 @@ static __always_inline void learn_packet(struct __sk_buff *skb, const struct cg_
 	struct sock *sk = skb_sock(skb);
 	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_kern_sock))
 		return;
-	learn_egress(e->zone, e->member, p->family, p->daddr, p->dport, sock_cookie_of_netns(sk), p->proto,
-		     addr_zone(p->family, p->daddr));
+	learn_destination(e->zone, e->member, p->family, p->daddr, p->dport, sock_cookie_of_netns(sk), p->proto,
+			  addr_zone(p->family, p->daddr), true, e->cgid);
 }
 
 /*

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "90b5ca662da3f17f041b322aaedd1fdc0d6ded68a057d89e1229cfa186c9a626"
+const rauhaObjectSHA256 = "ec7b9c1527d6943bef93d7e3b3cfc13eae324190824191d25517edc9fccd5a43"

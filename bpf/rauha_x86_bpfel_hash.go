@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "7dac9af124a756b33cd9e81b283a927a6644ea89b037c2b27173a668577d8dcc"
+const rauhaObjectSHA256 = "0c3148bf248be5f23b73a7b3ed55e8687ebdbbc5f4bd92770b40abaec5c61f25"
