@@ -73,8 +73,13 @@ func (e *Engine) NotLearned() ([]string, error) {
 
 func (e *Engine) notLearned(lsm bool) []string {
 	var out []string
-	if !bpf.LearnsCapabilities(bpf.PinDirFor(e.root), lsm) {
+	switch {
+	case !bpf.LearnsCapabilities(bpf.PinDirFor(e.root), lsm):
 		out = append(out, "capabilities are not recorded: the landlock backend sees them through the capability:cap_capable tracepoint, which this kernel lacks (Linux 6.14 and later have it)")
+	case !lsm:
+		// The tracepoint does not say which checks were made only to
+		// probe (CAP_OPT_NOAUDIT); this one happens all the time.
+		out = append(out, "whether a process that holds CAP_SYS_ADMIN needs it is not recorded on the landlock backend: the kernel checks it, without auditing, whenever a process commits memory, and that check is recorded as a use")
 	}
 	if !lsm {
 		out = append(out, "ptrace is recorded only when a process attaches (PTRACE_ATTACH, PTRACE_SEIZE); process_vm_readv, /proc/PID/mem and pidfd_getfd into another zone are not recorded on the landlock backend")
