@@ -421,19 +421,26 @@ func TestUpgradeLSM(t *testing.T) {
 	}
 	k.Close()
 	// The global links; per-member programs (cgroup_skb/egress and
-	// ingress) are linked to the member's cgroup instead.
-	var global []hookProgram
+	// ingress) are linked to the member's cgroup instead, and the learning
+	// ones are only pinned while no zone learns.
+	var global, learning []hookProgram
 	perMember := 0
 	for _, p := range backendPrograms(true) {
-		if !p.perMember {
-			global = append(global, p)
-		} else {
+		switch {
+		case p.perMember:
 			perMember++
+		case p.learning:
+			learning = append(learning, p)
+		default:
+			global = append(global, p)
 		}
 	}
 	before := map[string]ebpf.ProgramID{}
 	for _, p := range global {
 		_, before[p.name] = linkProgram(t, linkPin(pinDir, p.name))
+	}
+	for _, p := range learning {
+		before[p.name] = pinnedProgramID(t, progPin(pinDir, p.name))
 	}
 
 	loop := startLoop(t, workload{cgroup: cg}, "open-loop", file)
@@ -448,6 +455,11 @@ func TestUpgradeLSM(t *testing.T) {
 	for _, p := range global {
 		if _, now := linkProgram(t, linkPin(pinDir, p.name)); now == before[p.name] {
 			t.Errorf("%s still runs the old program", p.name)
+		}
+	}
+	for _, p := range learning {
+		if now := pinnedProgramID(t, progPin(pinDir, p.name)); now == before[p.name] {
+			t.Errorf("%s: the old program is still pinned", p.name)
 		}
 	}
 	att, err := k.Attached()
