@@ -321,11 +321,35 @@ static __always_inline void learn_open(__u32 zone, const void *path, __u64 flags
 	learn_user_path(zone, write ? LEARN_WRITE : LEARN_READ, (const void *)path);
 }
 
+#define PTRACE_ATTACH 16
+#define PTRACE_SEIZE 0x4206
+
+/*
+ * learn_tracee records the zone of the task the current one attached to
+ * last (outside its own zone): ptrace_link adds a new tracee at the head of
+ * the tracer's ptraced list, and sys_exit runs in the tracer before it can
+ * attach again. The pid passed is of the tracer's pid namespace, which no
+ * helper resolves on every kernel; the list holds the task itself.
+ */
+static __always_inline void learn_tracee(__u32 zone)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct list_head *first = BPF_CORE_READ(cur, ptraced.next);
+
+	if (!first || (void *)first == (void *)&cur->ptraced)
+		return;
+	struct task_struct *t = (void *)first - bpf_core_field_offset(struct task_struct, ptrace_entry);
+	__u32 target = task_zone(t);
+	if (target != zone)
+		learn_u32(zone, LEARN_PTRACE, target);
+}
+
 /*
  * learn_sys_exit records what a syscall of an armed process of a learning
  * zone did: the syscalls its base policy denies (whatever they returned),
  * and the files it opened or whose names or metadata it changed (when the
- * syscall succeeded). Paths are recorded as the process passed them.
+ * syscall succeeded), and the zone of a task it attached to with ptrace.
+ * Paths are recorded as the process passed them.
  */
 static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 {
@@ -351,6 +375,10 @@ static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 		return;
 	}
 	switch (nr) {
+	case NR_ptrace:
+		if (a[0] == PTRACE_ATTACH || a[0] == PTRACE_SEIZE)
+			learn_tracee(zone);
+		break;
 #ifdef NR_open
 	case NR_open:
 		learn_open(zone, (void *)a[0], a[1]);
@@ -658,6 +686,28 @@ int BPF_PROG(learn_signal, int sig, struct kernel_siginfo *info, struct task_str
 	__u32 target = task_zone(task);
 	if (target != zone)
 		learn_u32(zone, LEARN_SIGNAL, target);
+	return 0;
+}
+
+/*
+ * Capabilities an armed process was granted, on the fallback (bpf-lsm
+ * records them in lsm/capable). The tracepoint exists from Linux 6.14: the
+ * loader leaves the program out where the kernel lacks it. It fires after
+ * the capability was computed, for every check of the host, so the loader
+ * attaches it only while some zone learns. Unlike lsm/capable it cannot
+ * tell a CAP_OPT_NOAUDIT probe from a check the process needed (the only
+ * frequent one, CAP_SYS_ADMIN when memory is committed, succeeds only for
+ * tasks that hold CAP_SYS_ADMIN); checks that failed are not recorded.
+ */
+SEC("tp_btf/cap_capable")
+int BPF_PROG(learn_capable, const struct cred *cred, struct user_namespace *target_ns,
+	     const struct user_namespace *capable_ns, int cap, int ret)
+{
+	if (ret || cap < 0 || cap > 63)
+		return 0;
+	__u32 zone = learning_zone();
+	if (zone)
+		learn_u32(zone, LEARN_CAPABILITY, cap);
 	return 0;
 }
 

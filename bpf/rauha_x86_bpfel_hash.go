@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "22ce2c432b0f23d058eafef995f2192b1d95c02be6712526469260264515fb07"
+const rauhaObjectSHA256 = "0c3148bf248be5f23b73a7b3ed55e8687ebdbbc5f4bd92770b40abaec5c61f25"
