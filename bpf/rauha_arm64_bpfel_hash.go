@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "d632fa392064622a27f93d9bbb194a7d41e2dd6f590fd3daa0fc15f8c18fef1a"
+const rauhaObjectSHA256 = "e234f59617abf1c80c6e33ff71a1e61cdd9206cd35d17aa47fb1a184d923820c"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "22ce2c432b0f23d058eafef995f2192b1d95c02be6712526469260264515fb07"
+const rauhaObjectSHA256 = "590f79eef253efd7dcdcc5c96b9e353e49af2a3f82f131666e3992b48a26b9c2"
