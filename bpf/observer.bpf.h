@@ -649,20 +649,6 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-/* The exec'd file's name as passed, unless that names it through a file
- * descriptor or /proc (busybox runs its applets as /proc/self/exe, fexecve
- * as /dev/fd/N): then its path. */
-static __always_inline bool exec_by_path(const char *f)
-{
-	if (f[0] != '/')
-		return false;
-	if (f[1] == 'p' && f[2] == 'r' && f[3] == 'o' && f[4] == 'c' && f[5] == '/')
-		return false;
-	if (f[1] == 'd' && f[2] == 'e' && f[3] == 'v' && f[4] == '/' && f[5] == 'f' && f[6] == 'd')
-		return false;
-	return true;
-}
-
 /* learn_vma_file is bpf_find_vma's callback: the file of the mapping. */
 static long learn_vma_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
@@ -704,21 +690,29 @@ int BPF_PROG(learn_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	struct learn_key *key = learn_key_new(zone, LEARN_EXEC);
 	if (!key)
 		return 0;
-	if (bpf_probe_read_kernel_str(key->object, sizeof(key->object), BPF_CORE_READ(bprm, filename)) <= 1)
-		return 0;
-	if (!exec_by_path(key->object)) {
+	/*
+	 * The file that runs, by its path: what exec rules judge (a rule names
+	 * a path and applies to the file it resolves to), whatever name led to
+	 * it (a symlink such as /usr/bin/nc to busybox, /proc/self/exe, a
+	 * descriptor). A script's file is gone by now (bprm->file is its
+	 * interpreter's, and bprm->interp no longer the name passed): it is
+	 * recorded by that name, and its interpreter by path. A file without a
+	 * path here (learn_path_of): the name passed.
+	 */
+	struct file *file = BPF_CORE_READ(bprm, file);
+	bool script = BPF_CORE_READ(bprm, interp) != BPF_CORE_READ(bprm, filename);
+	if (script || !learn_file_path(file, key->object)) {
 		__builtin_memset(key->object, 0, sizeof(key->object));
-		if (!learn_file_path(BPF_CORE_READ(bprm, file), key->object))
+		if (bpf_probe_read_kernel_str(key->object, sizeof(key->object), BPF_CORE_READ(bprm, filename)) <= 1)
 			return 0;
 	}
 	learn_record(key);
 
 	/* The kernel also runs, and Landlock judges as executed, a script's
-	 * interpreter (bprm->file is then the interpreter's, bprm->interp its
-	 * name) and an ELF program's dynamic loader, which it maps and starts
-	 * the program in: the mapping the new instruction pointer lies in. */
-	struct file *file = BPF_CORE_READ(bprm, file);
-	if (BPF_CORE_READ(bprm, interp) != BPF_CORE_READ(bprm, filename))
+	 * interpreter and an ELF program's dynamic loader, which it maps and
+	 * starts the program in: the mapping the new instruction pointer lies
+	 * in. */
+	if (script)
 		learn_exec_file(key, file);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);

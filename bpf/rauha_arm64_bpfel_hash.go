@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "e234f59617abf1c80c6e33ff71a1e61cdd9206cd35d17aa47fb1a184d923820c"
+const rauhaObjectSHA256 = "2de809571e70a4bfed80f943596765611fdcbbba228477bf371f209e17540768"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "590f79eef253efd7dcdcc5c96b9e353e49af2a3f82f131666e3992b48a26b9c2"
+const rauhaObjectSHA256 = "59498f58184b7420dee92e1716116c6c6771207382c3c59b50450632006e3d77"
