@@ -72,7 +72,8 @@ type SuggestedRule struct {
 //   - an exec outside a non-empty exec.allow adds the file, or its
 //     package-managed tree once PackageTreeThreshold distinct files under
 //     it were executed; a base without exec.allow gets one listing the
-//     executed files so (canNarrowExec says when), and a dynamic loader
+//     executed files so when the recording is a footprint
+//     (ctx.Footprint; canNarrowExec says when), and a dynamic loader
 //     in it makes admission "audit" (loaderAdmission);
 //   - egress adds ADDR:PORT (ADDR without a port for a protocol without
 //     ports), or A.B.C.0/24:PORT once EgressHostThreshold hosts of that /24
@@ -86,7 +87,7 @@ type SuggestedRule struct {
 // can name (a relative path, an unknown capability) are listed as
 // Unresolved.
 func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion, error) {
-	sg := &suggester{p: base.Clone(), base: base, reasons: map[[2]string]string{}}
+	sg := &suggester{p: base.Clone(), base: base, footprint: ctx.Footprint, reasons: map[[2]string]string{}}
 	byKind := map[string][]Observation{}
 	var malformed []string
 	for _, o := range obs {
@@ -130,7 +131,8 @@ func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion,
 }
 
 type suggester struct {
-	p, base *Policy
+	p, base   *Policy
+	footprint bool // SimulateContext.Footprint
 	// reasons by (key, entry); an entry prefixed with "-" was removed.
 	reasons map[[2]string]string
 	order   [][2]string
@@ -225,7 +227,7 @@ func (sg *suggester) reads(obs []Observation) {
 }
 
 func (sg *suggester) execs(obs, writes []Observation) {
-	narrow := len(sg.base.Exec.Allow) == 0 && sg.canNarrowExec(obs, writes)
+	narrow := len(sg.base.Exec.Allow) == 0 && sg.footprint && sg.canNarrowExec(obs, writes)
 	var outside []Observation
 	for _, o := range obs {
 		sg.removeCovering("filesystem.deny", &sg.p.Filesystem.Deny, o)
@@ -256,7 +258,8 @@ func (sg *suggester) execs(obs, writes []Observation) {
 }
 
 // canNarrowExec reports whether a base without exec.allow may get one that
-// lists what the workload executed: the base is enforced and restricts
+// lists what the workload executed (a footprint, SimulateContext.Footprint,
+// holds every exec): the base is enforced and restricts
 // writes (writable_paths), so that the exec rules' noexec covers every
 // writable place, and the workload runs nothing it may write (under the
 // base's writable_paths, or a file it wrote), which noexec would stop.

@@ -28,7 +28,11 @@ func strict(t *testing.T) *Policy {
 // but what is listed as unresolved.
 func suggest(t *testing.T, base *Policy, obs []Observation) *Suggestion {
 	t.Helper()
-	ctx := SimulateContext{Zone: "web"}
+	return suggestIn(t, SimulateContext{Zone: "web", Footprint: true}, base, obs)
+}
+
+func suggestIn(t *testing.T, ctx SimulateContext, base *Policy, obs []Observation) *Suggestion {
+	t.Helper()
 	s, err := Suggest(base, obs, ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -509,5 +513,11 @@ func TestSuggestKeepsExecOpenWhereRulesWouldBreakIt(t *testing.T) {
 		if len(s.Policy.Exec.Allow) != 0 {
 			t.Errorf("%s: exec.allow %q, want none", name, s.Policy.Exec.Allow)
 		}
+	}
+	// Events hold only the execs a policy denied or audited, not every
+	// one: an allow-list of them would deny the rest of the workload.
+	s := suggestIn(t, SimulateContext{Zone: "web"}, strict(t), []Observation{ob(ObserveExec, "/opt/denied-before")})
+	if len(s.Policy.Exec.Allow) != 0 {
+		t.Errorf("from events: exec.allow %q, want none", s.Policy.Exec.Allow)
 	}
 }
