@@ -431,7 +431,7 @@ static __noinline void learn_user_path_at(__u32 zone, __u16 kind, int dirfd, con
 			mnt = BPF_CORE_READ(f, f_path.mnt);
 		}
 		int off = learn_path_of(d, mnt, key->object);
-		if (off < 0 || off >= LEARN_OBJECT_LEN / 2)
+		if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
 			goto as_passed;
 		key->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
 		off++;

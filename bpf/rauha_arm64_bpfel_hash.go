@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "2de809571e70a4bfed80f943596765611fdcbbba228477bf371f209e17540768"
+const rauhaObjectSHA256 = "71e896f731717ec0cf692ec5af50578edf4db4214e3b236a11c92f146af47f21"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "59498f58184b7420dee92e1716116c6c6771207382c3c59b50450632006e3d77"
+const rauhaObjectSHA256 = "674d6139dc5e85ad5d20d9bd85b8ea7ca561551d95ccd48bb48d2ec7050b9ba4"
