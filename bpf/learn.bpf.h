@@ -172,16 +172,6 @@ static __always_inline void learn_u32(__u32 zone, __u16 kind, __u32 value)
 	learn_record(key);
 }
 
-/* learn_path records a path in user memory. */
-static __always_inline void learn_user_path(__u32 zone, __u16 kind, const void *path)
-{
-	struct learn_key *key = learn_key_new(zone, kind);
-
-	if (!key || bpf_probe_read_user_str(key->object, sizeof(key->object), path) <= 1)
-		return;
-	learn_record(key);
-}
-
 /*
  * learn_destination records where zone's workload sent to: the zone of
  * another zone's member (judged by network.allowed_zones when enforced),

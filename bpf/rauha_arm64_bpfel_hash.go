@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "ec7b9c1527d6943bef93d7e3b3cfc13eae324190824191d25517edc9fccd5a43"
+const rauhaObjectSHA256 = "2109771da2afd7d243651796405a298dee14e36dbfa1cab0446ccf8fb05e3e53"

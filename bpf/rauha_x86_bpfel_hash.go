@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0c3148bf248be5f23b73a7b3ed55e8687ebdbbc5f4bd92770b40abaec5c61f25"
+const rauhaObjectSHA256 = "3c5764a0dbd2d8ad49896f06d105e8f956f4c4ff72d661ec7b7a22e017683ced"

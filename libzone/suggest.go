@@ -73,8 +73,9 @@ func (e *Engine) Recording(name string) (*Recording, error) {
 // the other zones' signals.allowed_zones as the store holds them now.
 func (e *Engine) simulateContext(r *Recording) zone.SimulateContext {
 	return zone.SimulateContext{
-		Zone:     r.Zone.Name,
-		Landlock: r.Backend == BackendLandlock,
+		Zone:      r.Zone.Name,
+		Landlock:  r.Backend == BackendLandlock,
+		Footprint: r.Source == RecordingLearned,
 		SignalAllowedBy: func(target string) bool {
 			var allowed bool
 			err := e.store.View(func(tx *zone.Tx) error {

@@ -35,6 +35,9 @@ func (s *Suggestion) TOML(header ...string) []byte {
 	p := s.Policy
 	w.table("zone")
 	w.str("mode", p.Zone.Mode)
+	if r, ok := w.reasons[[2]string{"zone.admission", p.Zone.Admission}]; ok {
+		w.comment("", r.Reason)
+	}
 	w.str("admission", p.Zone.Admission)
 	w.table("capabilities")
 	w.list("capabilities.allowed", p.Capabilities.Allowed)

@@ -40,8 +40,9 @@ teardown_file() {
 	ok "$RT" --root /run/rauha zone learn "$ZONE" --show --format json
 	obs=$output
 	expect_eq "egress recorded" "tcp $P_GW:18491" "$(jq -r '.[] | select(.kind == "egress") | .object' <<<"$obs")"
-	# The one exec is the workload's: not conmon's, podman's or rauha's.
-	expect_eq "execs recorded" wget "$(jq -r '[.[] | select(.kind == "exec") | .object | split("/") | last] | join(" ")' <<<"$obs")"
+	# The one exec is the workload's (wget, recorded by the file that ran:
+	# busybox): not conmon's, podman's or rauha's.
+	expect_eq "execs recorded" busybox "$(jq -r '[.[] | select(.kind == "exec") | .object | split("/") | last] | join(" ")' <<<"$obs")"
 	expect_eq "attributed to the container" true "$(jq 'all(.[]; .container != "" and .comm == "wget")' <<<"$obs")"
 	ok "$RT" --root /run/rauha zone delete "$ZONE"
 }
