@@ -361,7 +361,7 @@ late_bundle() {
 	assert_eq "$(grep 'again rc=' "$BATS_TEST_TMPDIR/zoned.out")" "again rc=1"
 	rrun rt zone verify late --format json
 	assert_failure 1
-	jq -e '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/vol/new/deep/late: no mount")))' <<<"$stdout" >/dev/null ||
+	jqe '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/vol/new/deep/late: no mount")))' <<<"$stdout" >/dev/null ||
 		fail "verify does not notice the lost mount: $stdout"
 }
 
@@ -391,7 +391,7 @@ late_bundle() {
 	assert_match "$stderr" "can't open '/data/a/b/late': Permission denied"
 	rrun rt zone verify upd --format json
 	assert_failure 1
-	jq -e 'any(.checks[]; .name == "container c2: denied paths" and .passed) and
+	jqe 'any(.checks[]; .name == "container c2: denied paths" and .passed) and
 		any(.checks[]; .name == "container c1: denied paths" and (.passed | not) and (.detail | test("/data/a/b/late: no mount")))' <<<"$stdout" >/dev/null ||
 		fail "verify: $stdout"
 }

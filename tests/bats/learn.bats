@@ -215,7 +215,7 @@ ping_workload() {
 	[[ $output != *"capabilities are not recorded"* ]] || fail "zone learn --show: $output"
 
 	rt zone suggest lz >"$BATS_TEST_TMPDIR/s.toml"
-	rt zone suggest lz --format json | jq -e --arg dst "$NET.2" \
+	rt zone suggest lz --format json | jqe --arg dst "$NET.2" \
 		'(.policy.capabilities.allowed | index("CHOWN") and index("NET_RAW")) and (.policy.network.allowed_egress | index($dst))' >/dev/null ||
 		fail "suggestion: $(cat "$BATS_TEST_TMPDIR/s.toml")"
 	rrun rt zone simulate lz --policy "$BATS_TEST_TMPDIR/s.toml"

@@ -89,10 +89,10 @@ deny_count() {
 	for want in "exec /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "exec /usr/bin/bash" "exec /usr/local/bin/work" \
 		"exec /usr/bin/dpkg-query" "write /var/lib/work" "write /var/lib/work/packages" "read /var/lib/work/packages" \
 		"write /tmp/work" "write /tmp/work/count" "egress tcp $NET.2:$PORT"; do
-		jq -e --arg k "${want%% *}" --arg o "${want#* }" 'any(.[]; .kind == $k and .object == $o)' <<<"$obs" >/dev/null ||
+		jqe --arg k "${want%% *}" --arg o "${want#* }" 'any(.[]; .kind == $k and .object == $o)' <<<"$obs" >/dev/null ||
 			fail "not recorded: $want; the recording: $obs"
 	done
-	jq -e 'all(.[]; .kind == "egress" or (.object | startswith("/")))' <<<"$obs" >/dev/null ||
+	jqe 'all(.[]; .kind == "egress" or (.object | startswith("/")))' <<<"$obs" >/dev/null ||
 		fail "relative paths recorded: $(jq -c '[.[] | select(.kind != "egress" and (.object | startswith("/") | not))]' <<<"$obs")"
 
 	rrun rt zone suggest web
@@ -120,7 +120,7 @@ deny_count() {
 	assert_eq "$stdout" served
 	rrun rt zone simulate web --policy "$suggested" --format json
 	assert_failure 1
-	jq -e --arg e "tcp $NET.2:$PORT2" '.denied == 2 and ([.verdicts[] | "\(.decision) \(.rule) \(.observation.kind) \(.observation.object)"] | sort) ==
+	jqe --arg e "tcp $NET.2:$PORT2" '.denied == 2 and ([.verdicts[] | "\(.decision) \(.rule) \(.observation.kind) \(.observation.object)"] | sort) ==
 		["deny exec.allow exec /usr/sbin/nologin", "deny network.allowed_egress egress \($e)"]' <<<"$stdout" >/dev/null ||
 		fail "simulate after the new actions: $stdout"
 
