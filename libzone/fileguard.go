@@ -266,18 +266,8 @@ func statInContainer(root int, cfg *configs.Config, p string) (st *unix.Stat_t, 
 		return nil, ok, err
 	}
 	defer unix.Close(base)
-	fd, err := openIn(base, rel)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return nil, true, nil
-	} else if err != nil {
-		return nil, true, fmt.Errorf("resolve in the container root: %w", err)
-	}
-	defer unix.Close(fd)
-	var s unix.Stat_t
-	if err := unix.Fstat(fd, &s); err != nil {
-		return nil, true, err
-	}
-	return &s, true, nil
+	st, err = statIn(base, rel)
+	return st, true, err
 }
 
 // coveringMount is the last mount of cfg at or above container path p (the
@@ -309,18 +299,25 @@ func statInTmpfs(root int, cfg *configs.Config, p string) (st *unix.Stat_t, ok b
 	if m.Extensions&configs.EXT_COPYUP == 0 {
 		return nil, true, nil
 	}
-	fd, err := openIn(root, strings.TrimPrefix(path.Clean(p), "/"))
+	st, err = statIn(root, strings.TrimPrefix(path.Clean(p), "/"))
+	return st, true, err
+}
+
+// statIn stats rel resolved inside base as openIn resolves it; nil when it
+// does not exist.
+func statIn(base int, rel string) (*unix.Stat_t, error) {
+	fd, err := openIn(base, rel)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return nil, true, nil
+		return nil, nil
 	} else if err != nil {
-		return nil, true, fmt.Errorf("resolve in the container root: %w", err)
+		return nil, fmt.Errorf("resolve in the container root: %w", err)
 	}
 	defer unix.Close(fd)
 	var s unix.Stat_t
 	if err := unix.Fstat(fd, &s); err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	return &s, true, nil
+	return &s, nil
 }
 
 // maskMissing binds the read-only null device on deny path p, which does

@@ -135,8 +135,15 @@ func leaseKey(zone string, a netip.Addr) []byte {
 func portKey(p Port) []byte { return []byte(p.Protocol + "/" + strconv.Itoa(int(p.HostPort))) }
 
 // Subnet returns the subnet a bridged zone holds.
-func (tx *Tx) Subnet(zone string) (netip.Prefix, bool) {
-	b := tx.bucket(bucketSubnets)
+func (tx *Tx) Subnet(zone string) (netip.Prefix, bool) { return tx.subnetIn(bucketSubnets, zone) }
+
+// Subnets returns the subnet of every bridged zone, by zone name.
+func (tx *Tx) Subnets() map[string]netip.Prefix { return tx.subnetsIn(bucketSubnets) }
+
+// subnetIn reads zone's subnet from bucket (bucketSubnets or
+// bucketSubnets6).
+func (tx *Tx) subnetIn(bucket []byte, zone string) (netip.Prefix, bool) {
+	b := tx.bucket(bucket)
 	if b == nil {
 		return netip.Prefix{}, false
 	}
@@ -144,10 +151,10 @@ func (tx *Tx) Subnet(zone string) (netip.Prefix, bool) {
 	return p, err == nil
 }
 
-// Subnets returns the subnet of every bridged zone, by zone name.
-func (tx *Tx) Subnets() map[string]netip.Prefix {
+// subnetsIn reads every zone's subnet from bucket.
+func (tx *Tx) subnetsIn(bucket []byte) map[string]netip.Prefix {
 	out := map[string]netip.Prefix{}
-	b := tx.bucket(bucketSubnets)
+	b := tx.bucket(bucket)
 	if b == nil {
 		return out
 	}

@@ -62,30 +62,10 @@ func ParseSubnet6(s string) (netip.Prefix, error) {
 var bucketSubnets6 = []byte("subnets6")
 
 // Subnet6 returns the IPv6 subnet a bridged zone holds.
-func (tx *Tx) Subnet6(zone string) (netip.Prefix, bool) {
-	b := tx.bucket(bucketSubnets6)
-	if b == nil {
-		return netip.Prefix{}, false
-	}
-	p, err := netip.ParsePrefix(string(b.Get([]byte(zone))))
-	return p, err == nil
-}
+func (tx *Tx) Subnet6(zone string) (netip.Prefix, bool) { return tx.subnetIn(bucketSubnets6, zone) }
 
 // Subnets6 returns the IPv6 subnet of every zone that holds one.
-func (tx *Tx) Subnets6() map[string]netip.Prefix {
-	out := map[string]netip.Prefix{}
-	b := tx.bucket(bucketSubnets6)
-	if b == nil {
-		return out
-	}
-	_ = b.ForEach(func(k, v []byte) error {
-		if p, err := netip.ParsePrefix(string(v)); err == nil {
-			out[string(k)] = p
-		}
-		return nil
-	})
-	return out
-}
+func (tx *Tx) Subnets6() map[string]netip.Prefix { return tx.subnetsIn(bucketSubnets6) }
 
 // Lease6 gives container c (leased an IPv4 address by Lease in the same
 // transaction) an IPv6 address in its zone's IPv6 subnet, and the zone one

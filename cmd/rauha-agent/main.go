@@ -80,20 +80,7 @@ var runCommand = &cli.Command{
 		if c.Duration("event-interval") < 0 {
 			return errors.New("--event-interval must not be negative")
 		}
-		ctrl.SetLogger(zap.New())
-		cfg, err := restConfig(c.String("kubeconfig"))
-		if err != nil {
-			return fmt.Errorf("kubernetes client configuration: %w", err)
-		}
-		scheme := runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(scheme); err != nil {
-			return err
-		}
-		if err := v1alpha1.AddToScheme(scheme); err != nil {
-			return err
-		}
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 scheme,
+		mgr, err := newManager(c, ctrl.Options{
 			Metrics:                metricsserver.Options{BindAddress: c.String("metrics-bind-address")},
 			HealthProbeBindAddress: c.String("health-probe-bind-address"),
 		})
@@ -149,20 +136,7 @@ var webhookCommand = &cli.Command{
 		&cli.StringFlag{Name: "runtime-class", Value: "rauha", Usage: "the RuntimeClass whose pods get a zone"},
 	},
 	Action: func(c *cli.Context) error {
-		ctrl.SetLogger(zap.New())
-		cfg, err := restConfig(c.String("kubeconfig"))
-		if err != nil {
-			return fmt.Errorf("kubernetes client configuration: %w", err)
-		}
-		scheme := runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(scheme); err != nil {
-			return err
-		}
-		if err := v1alpha1.AddToScheme(scheme); err != nil {
-			return err
-		}
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:  scheme,
+		mgr, err := newManager(c, ctrl.Options{
 			Metrics: metricsserver.Options{BindAddress: "0"},
 			WebhookServer: webhook.NewServer(webhook.Options{
 				Host: c.String("host"), Port: c.Int("port"), CertDir: c.String("cert-dir"),
@@ -173,11 +147,29 @@ var webhookCommand = &cli.Command{
 		}
 		mgr.GetWebhookServer().Register(agent.WebhookPath, &webhook.Admission{Handler: &agent.PodZoner{
 			Reader:       mgr.GetAPIReader(),
-			Decoder:      admission.NewDecoder(scheme),
+			Decoder:      admission.NewDecoder(mgr.GetScheme()),
 			RuntimeClass: c.String("runtime-class"),
 		}})
 		return mgr.Start(ctrl.SetupSignalHandler())
 	},
+}
+
+// newManager is a controller manager for the cluster of --kubeconfig (or
+// the in-cluster one), knowing the Kubernetes types and rauha.dev's.
+func newManager(c *cli.Context, opts ctrl.Options) (ctrl.Manager, error) {
+	ctrl.SetLogger(zap.New())
+	cfg, err := restConfig(c.String("kubeconfig"))
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	opts.Scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(opts.Scheme); err != nil {
+		return nil, err
+	}
+	return ctrl.NewManager(cfg, opts)
 }
 
 // restConfig is the client configuration of a kubeconfig file, or the
