@@ -203,9 +203,11 @@ func (tx *Tx) Lease(c *Container, want string, hostTaken func(netip.Prefix) bool
 	return fmt.Errorf("zone %q: every address of its subnet %s is leased; delete members or give the zone a wider network.subnet (recreate the zone)", c.Zone, subnet)
 }
 
-func (tx *Tx) pickSubnet(zone, want string, hostTaken func(netip.Prefix) bool) (netip.Prefix, error) {
-	held := tx.Subnets()
-	free := func(p netip.Prefix) string {
+// subnetFree returns a check of a candidate subnet for zone: why it cannot
+// be zone's ("" when it can), because a subnet of another zone in held
+// overlaps it or a route of the host covers it.
+func subnetFree(held map[string]netip.Prefix, zone string, hostTaken func(netip.Prefix) bool) func(netip.Prefix) string {
+	return func(p netip.Prefix) string {
 		for z, q := range held {
 			if z != zone && q.Overlaps(p) {
 				return fmt.Sprintf("zone %q holds %s", z, q)
@@ -216,15 +218,25 @@ func (tx *Tx) pickSubnet(zone, want string, hostTaken func(netip.Prefix) bool) (
 		}
 		return ""
 	}
+}
+
+// wantedSubnet is the subnet a policy's network.KEY names, if it parses
+// and is free.
+func wantedSubnet(zone, key, want string, parse func(string) (netip.Prefix, error), free func(netip.Prefix) string) (netip.Prefix, error) {
+	p, err := parse(want)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("zone %q: network.%s %w", zone, key, err)
+	}
+	if why := free(p); why != "" {
+		return netip.Prefix{}, fmt.Errorf("zone %q: network.%s %s is taken: %s", zone, key, p, why)
+	}
+	return p, nil
+}
+
+func (tx *Tx) pickSubnet(zone, want string, hostTaken func(netip.Prefix) bool) (netip.Prefix, error) {
+	free := subnetFree(tx.Subnets(), zone, hostTaken)
 	if want != "" {
-		p, err := ParseSubnet(want)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("zone %q: network.subnet %w", zone, err)
-		}
-		if why := free(p); why != "" {
-			return netip.Prefix{}, fmt.Errorf("zone %q: network.subnet %s is taken: %s", zone, p, why)
-		}
-		return p, nil
+		return wantedSubnet(zone, "subnet", want, ParseSubnet, free)
 	}
 	pool := DefaultSubnetPool
 	step := uint32(1) << (32 - DefaultSubnetBits)

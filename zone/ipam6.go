@@ -105,27 +105,9 @@ func (tx *Tx) Lease6(c *Container, want string, pool netip.Prefix, hostTaken fun
 }
 
 func (tx *Tx) pickSubnet6(zone, want string, pool netip.Prefix, hostTaken func(netip.Prefix) bool) (netip.Prefix, error) {
-	held := tx.Subnets6()
-	free := func(p netip.Prefix) string {
-		for z, q := range held {
-			if z != zone && q.Overlaps(p) {
-				return fmt.Sprintf("zone %q holds %s", z, q)
-			}
-		}
-		if hostTaken != nil && hostTaken(p) {
-			return "a route of the host covers it"
-		}
-		return ""
-	}
+	free := subnetFree(tx.Subnets6(), zone, hostTaken)
 	if want != "" {
-		p, err := ParseSubnet6(want)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("zone %q: network.subnet6 %w", zone, err)
-		}
-		if why := free(p); why != "" {
-			return netip.Prefix{}, fmt.Errorf("zone %q: network.subnet6 %s is taken: %s", zone, p, why)
-		}
-		return p, nil
+		return wantedSubnet(zone, "subnet6", want, ParseSubnet6, free)
 	}
 	if !pool.Addr().Is6() || pool.Bits() > DefaultSubnet6Bits-1 || pool.Bits() < DefaultSubnet6Bits-32 {
 		return netip.Prefix{}, fmt.Errorf("zone %q: IPv6 pool %s cannot hold /%d subnets", zone, pool, DefaultSubnet6Bits)

@@ -155,12 +155,7 @@ func (b *bench) zoneNet(ctx context.Context, res *results) error {
 		}
 	}
 	for _, v := range vs {
-		for i, m := range netMetrics {
-			xs := rate[v.name][i]
-			res.ZoneNet = append(res.ZoneNet, netRow{Variant: v.name, Metric: m.name, Unit: m.unit, Runs: len(xs),
-				Median: median(xs), Min: minOf(xs), Max: maxOf(xs), CPUus: median(cpu[v.name][i]),
-				Rates: xs, CPUs: cpu[v.name][i]})
-		}
+		res.ZoneNet = append(res.ZoneNet, netRows(v.name, rate[v.name], cpu[v.name])...)
 	}
 	return nil
 }
