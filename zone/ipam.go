@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -205,11 +207,13 @@ func (tx *Tx) Lease(c *Container, want string, hostTaken func(netip.Prefix) bool
 
 // subnetFree returns a check of a candidate subnet for zone: why it cannot
 // be zone's ("" when it can), because a subnet of another zone in held
-// overlaps it or a route of the host covers it.
+// overlaps it or a route of the host covers it. Zones are tried in name
+// order, so the reason names the same zone every time.
 func subnetFree(held map[string]netip.Prefix, zone string, hostTaken func(netip.Prefix) bool) func(netip.Prefix) string {
+	names := slices.Sorted(maps.Keys(held))
 	return func(p netip.Prefix) string {
-		for z, q := range held {
-			if z != zone && q.Overlaps(p) {
+		for _, z := range names {
+			if q := held[z]; z != zone && q.Overlaps(p) {
 				return fmt.Sprintf("zone %q holds %s", z, q)
 			}
 		}
