@@ -373,8 +373,11 @@ func deleteZone(tx *zone.Tx, name string) (zoneNet, error) {
 	return zoneNet{name: name, bridged: bridged, last: bridged && len(tx.Subnets()) == 0}, nil
 }
 
-// unplugZone removes what deleteZone left on the host.
-func (e *Engine) unplugZone(n zoneNet) error {
+// unplugZone removes what deleteZone left on the host. The zone's bridge
+// is parked as the root's spare (bridgespare.go) unless it was the root's
+// last bridged zone and keepSpare is false: then the bridge and any spare
+// go.
+func (e *Engine) unplugZone(n zoneNet, keepSpare bool) error {
 	if !n.bridged {
 		return nil
 	}
@@ -382,7 +385,7 @@ func (e *Engine) unplugZone(n zoneNet) error {
 	name := bridgeName(e.root, n.name)
 	if l, err := ownLink(name, linkAlias(e.root, "zone", n.name)); err != nil {
 		errs = append(errs, err)
-	} else if l != nil && (n.last || !e.parkBridge(l)) {
+	} else if l != nil && ((n.last && !keepSpare) || !e.parkBridge(l)) {
 		if err := netlink.LinkDel(l); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: remove bridge %s: %w", n.name, name, err))
 		}
@@ -395,6 +398,8 @@ func (e *Engine) unplugZone(n zoneNet) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}
+	}
+	if n.last && !keepSpare {
 		if err := e.dropSpare(); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}

@@ -10,16 +10,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A zone's bridge is not deleted with its zone while another zone of the
-// root is bridged: it is parked instead, down, without addresses, under
-// the root's spare name, and the next zone that needs a bridge renames it
-// to its own. Unregistering a network device makes the kernel wait for an
-// RCU grace period (rcu_barrier in netdev_run_todo), 25-45 ms on the
-// project's host, which a container in a bridged zone of its own would
-// otherwise pay at every delete; down, rename and up take under 1 ms. One
-// spare per root: a second parked bridge is deleted. The spare goes with
-// the root's last bridged zone, and reconcile removes it when no zone is
-// bridged.
+// A zone's bridge is not deleted with its zone: it is parked instead,
+// down, without addresses, under the root's spare name, and the next zone
+// that needs a bridge renames it to its own. Unregistering a network
+// device makes the kernel wait for an RCU grace period (rcu_barrier in
+// netdev_run_todo), 25-45 ms on the project's host, which a container in a
+// bridged zone of its own would otherwise pay at every delete; down,
+// rename and up take under 1 ms. (A bridge cannot be handed to a
+// namespace of its own for the kernel to free later: bridges are
+// netns-local.) One spare per root: a second parked bridge is deleted.
+// The spare outlives the root's last bridged zone when a container delete
+// removed that zone (the container's own), as the root's kernel programs
+// do; `zone delete` of the last bridged zone removes it, and so does
+// reconcile when no zone is bridged. No nftables rule names the spare
+// (the root's table goes with its last bridged zone) and it forwards
+// nothing.
 const spareKind = "spare"
 
 func spareName(root string) string { return bridgePrefix + shortHash(root, 4) + "-spare" }

@@ -96,7 +96,9 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 			errs = append(errs, err)
 		}
 	}
-	if err := e.unplugZone(net); err != nil {
+	// Like the kernel programs, the bridge of the root's last bridged zone
+	// stays for the next create, parked as the spare.
+	if err := e.unplugZone(net, true); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -164,7 +166,7 @@ func (e *Engine) dropEmptyZone(enf Enforcer, name string) {
 		return err
 	})
 	if err == nil && gone != nil {
-		err = errors.Join(enf.Remove(gone), e.unplugZone(net))
+		err = errors.Join(enf.Remove(gone), e.unplugZone(net, false))
 	}
 	if err != nil && !errors.Is(err, zone.ErrNotFound) {
 		logrus.Warnf("remove zone %s after failed create: %v", name, err)

@@ -384,12 +384,18 @@ killed_at() {
 	[[ $status -eq 137 ]] || fail "$* was not killed at $sc (status $status): $output"
 }
 
+# spare_name: the name of this root's parked spare bridge.
+spare_name() { echo "rz$(r4)-spare"; }
+
 # assert_clean [kept]: nothing of this root is left: no interface (by
 # name, with or without an alias), nftables table, record, zone or kernel
-# pin (the pins are kept by delete, which leaves them to the next create:
-# "kept").
+# pin (the pins and the spare bridge are kept by delete, which leaves them
+# to the next create: "kept").
 assert_clean() {
-	[[ -z $(root_links) ]] || fail "interfaces left: $(root_links)"
+	local links
+	links=$(root_links)
+	[[ ${1:-} != kept ]] || links=$(grep -vxF "$(spare_name)" <<<"$links" || true)
+	[[ -z $links ]] || fail "interfaces left: $links"
 	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
 		fail "nftables table left: $(nft list table inet "$(nft_table)")"
 	fi
@@ -482,6 +488,79 @@ bridged_member() {
 	rrun rt zone reconcile
 	assert_success
 	assert_clean
+}
+
+@test "bridged: delete of a container in a bridged zone of its own leaves no interface of its zone: the bridge is parked as the spare, taken by the next create, removed by zone delete or reconcile" {
+	local br veth idx spare
+	spare=$(spare_name)
+	hp=$(free_port)
+	bridged_member ko "$hp"
+	br=$(ifname rz ko)
+	veth=$(ifname rv ko)
+	run_ct ko ko
+	idx=$(ip -j link show "$br" | jq -r '.[0].ifindex')
+	[[ -n $idx ]] || fail "no bridge $br"
+	rrun rt delete --force ko
+	assert_success
+	# Nothing of the zone or the container is on the host: no bridge or
+	# veth of theirs, no address or route of their subnets, no nftables
+	# table. The one interface of the root is the parked spare: the same
+	# device, down, without an address of any family, forwarding nothing.
+	run ip link show "$br"
+	assert_failure
+	run ip link show "$veth"
+	assert_failure
+	[[ $(root_links) == "$spare" ]] || fail "want only the spare $spare, have: $(root_links)"
+	[[ -z $(own_links | grep -vxF "$spare") ]] || fail "interfaces of the root left: $(own_links)"
+	rrun ip -j -d link show "$spare"
+	assert_success
+	jqe --argjson i "$idx" --arg a "$(root_tag) spare bridge" \
+		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
+		fail "not ko's bridge parked down as the spare: $stdout"
+	rrun ip -j addr show dev "$spare"
+	[[ $(jq '.[0].addr_info | length' <<<"$stdout") == 0 ]] || fail "the spare kept addresses: $stdout"
+	[[ -z $(ip route show dev "$spare"; ip -6 route show dev "$spare") ]] || fail "routes via the spare: $(ip route show dev "$spare"; ip -6 route show dev "$spare")"
+	if [[ -e /proc/sys/net/ipv6/conf/$spare/force_forwarding ]]; then
+		[[ $(cat "/proc/sys/net/ipv6/conf/$spare/force_forwarding") == 0 ]] || fail "the spare still forwards IPv6"
+	fi
+	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
+		fail "nftables table left: $(nft list table inet "$(nft_table)")"
+	fi
+	assert_clean kept
+
+	# The next container of its own takes the spare: same device, its own
+	# name, addresses and forwarding.
+	run_ct ko ko
+	run ip link show "$spare"
+	assert_failure
+	[[ $(ip -j link show "$br" | jq -r '.[0].ifindex') == "$idx" ]] || fail "ko has a new bridge $br, not the spare"
+	verify_check ko "container ko: network" true "bridged: eth0 $(addr ko)/.* $(addr6 ko)/"
+	rrun rt delete --force ko
+	assert_success
+	ip link show "$spare" >/dev/null || fail "no spare after the second delete"
+
+	# Reconcile removes the spare: no zone of the root is bridged.
+	rrun rt zone reconcile
+	assert_success
+	assert_match "$output" "$spare"
+	assert_clean kept
+	[[ -z $(root_links) ]] || fail "interfaces left after reconcile: $(root_links)"
+
+	# zone delete of the last bridged zone removes the spare too.
+	bridged_zone z1
+	make_bundle z1m
+	in_zone z1m z1
+	run_ct z1m z1m
+	rrun rt delete --force z1m
+	assert_success
+	run_ct ko ko
+	rrun rt delete --force ko
+	assert_success
+	ip link show "$spare" >/dev/null || fail "no spare while zone z1 is bridged"
+	rrun rt zone delete z1
+	assert_success
+	assert_clean kept
+	[[ -z $(root_links) ]] || fail "interfaces left after the last zone delete: $(root_links)"
 }
 
 # assert_no_network: nothing of this root's bridged networking is left.

@@ -147,9 +147,9 @@ func newBench(c config) (*bench, error) {
 	// egress rules (the network part's, which differs from privileged in
 	// those rules alone), and the cost of bridged networking against
 	// isolated: in each container's own zone (each cycle makes a zone, a
-	// veth pair and a lease, and takes the root's spare bridge, parked by
-	// the previous cycle: the named zone below keeps the root bridged) and
-	// in one named zone that keeps its bridge (a veth pair and a lease).
+	// veth pair and a lease, and takes the root's spare bridge, which the
+	// previous cycle's delete parked) and in one named zone that keeps its
+	// bridge (a veth pair and a lease).
 	egress := filepath.Join(c.work, "egress.toml")
 	if err := os.WriteFile(egress, []byte(egressPolicy(c.netAddr)), 0o644); err != nil {
 		return nil, err
