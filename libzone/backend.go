@@ -492,8 +492,9 @@ func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
 		kernel = &got
 	}
 	want, err := ke.kernelPolicy(z)
+	var mounts []nestedMount
 	if err == nil {
-		err = ke.verifyFileDenies(&z.Policy, members, kernel, &want)
+		mounts, err = ke.verifyFileDenies(&z.Policy, members, kernel, &want)
 	}
 	if err != nil {
 		r.Add("kernel policy", false, "%v", err)
@@ -504,7 +505,7 @@ func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
 	} else {
 		r.Add("kernel policy", true, "kernel maps equal the stored policy (generation %d)", z.Generation)
 	}
-	ke.verifyFileRoutes(&z.Policy, attached, kernel, &want, r)
+	ke.verifyFileRoutes(&z.Policy, attached, kernel, &want, mounts, r)
 	regs, err := ke.k.Members()
 	if err != nil {
 		r.Add("members registered", false, "%v", err)

@@ -29,6 +29,9 @@ package libzone
 // are covered. A listed path that does not exist is listed by name (its
 // directory's inode and its final name), so a file created or moved there
 // later is denied too, and, when it is a directory, what is below it.
+// The root of every mount nested below a listed directory in the member's
+// mount namespace is listed too, with the directory's bits (mountsBelow):
+// the hooks that see no mount walk up only within one file system.
 // Known limits (docs/policy.md "Paths"): a path whose directory does not
 // exist either is not denied until the next push ("rauha zone update" or
 // "zone reconcile"); an inode is denied wherever it is linked.
@@ -43,6 +46,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
 
@@ -106,7 +110,7 @@ func (ke *kernelEnforcer) setPolicy(z *ResolvedZone, kp bpf.ZonePolicy) (DenyPat
 	var paths DenyPaths
 	if ke.k.LSM() {
 		var err error
-		if paths, err = fileDenies(&z.Policy, z.Members, &kp, nil); err != nil {
+		if paths, _, err = fileDenies(&z.Policy, z.Members, &kp, nil); err != nil {
 			return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 		}
 	}
@@ -128,7 +132,7 @@ func (ke *kernelEnforcer) RefreshDenies(z *zone.Zone, members []zone.Container) 
 		return nil, fmt.Errorf("zone %s: read the kernel policy: %w", z.Name, err)
 	}
 	var paths DenyPaths
-	if paths, err = fileDenies(&z.Policy, members, &kp, nil); err != nil {
+	if paths, _, err = fileDenies(&z.Policy, members, &kp, nil); err != nil {
 		return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
 	}
 	if err := ke.k.SetPolicy(z.ID, kp); err != nil {
@@ -153,13 +157,15 @@ func hasInodeRules(p *zone.Policy) bool {
 // name, only hard links made to the new file elsewhere are not). Likewise
 // an inode made below a denied directory since the last push is expected
 // only when the kernel does not hold a directory above it: the kernel's
-// walk up denies it already (only its hard links elsewhere are not).
-func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Container, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy) error {
+// walk up denies it already (only its hard links elsewhere are not). The
+// root of a mount below a listed directory is always expected: the inode
+// hooks' walk does not leave its file system. It returns those mounts.
+func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Container, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy) ([]nestedMount, error) {
 	if !ke.k.LSM() {
-		return nil
+		return nil, nil
 	}
-	_, err := fileDenies(p, members, want, kernel)
-	return err
+	_, mounts, err := fileDenies(p, members, want, kernel)
+	return mounts, err
 }
 
 // fileDenyPathsOf reads the recorded path maps of zones, by zone id.
@@ -190,13 +196,16 @@ func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]DenyPaths {
 // not nil, is what the kernel holds (verifyFileDenies): a path whose name
 // it holds is listed by that name, and an inode below a directory it
 // holds (with the same bits, and the walk on) is left out unless it holds
-// the inode too.
-func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, kernel *bpf.ZonePolicy) (DenyPaths, error) {
+// the inode too. The root of each mount nested below a listed directory
+// is listed with the directory's bits, and returned (Held: the kernel
+// holds it).
+func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, kernel *bpf.ZonePolicy) (DenyPaths, []nestedMount, error) {
 	paths := DenyPaths{}
 	kp.FileDenies, kp.FileTrees, kp.FileNames = nil, false, nil
 	if !hasInodeRules(p) {
-		return paths, nil
+		return paths, nil, nil
 	}
+	var mounts []nestedMount
 	var held []bpf.FileDenyName
 	heldMask := map[string]bpf.FileAccess{}
 	if kernel != nil {
@@ -217,9 +226,10 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, ke
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
 			continue // exited meanwhile
 		} else if err != nil {
-			return nil, fmt.Errorf("container %s: open %s: %w", m.ID, procRoot(pid), err)
+			return nil, nil, fmt.Errorf("container %s: open %s: %w", m.ID, procRoot(pid), err)
 		}
 		budget := maxDenyInodes
+		dirs := map[fileID]bpf.FileAccess{} // the listed directories
 		// The directories of this member the kernel holds, by path in
 		// its root and bits.
 		heldDirs := map[string]bpf.FileAccess{}
@@ -243,18 +253,28 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, ke
 				name, named, err := denyNameInRoot(root, path, l.mask)
 				if err != nil {
 					unix.Close(root)
-					return nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
+					return nil, nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
 				}
 				if named && nameHeld(held, name) {
 					kp.FileNames = append(kp.FileNames, name)
 					paths[nameKey(name)] = path
 					continue
 				}
+				var top fileID // the inode at path, called first
 				found := false
-				dir, err := denyPathInRoot(root, path, l.tree, func(dev, ino uint64, at string) { found = true; add(dev, ino, l.mask, at) }, &budget)
+				dir, err := denyPathInRoot(root, path, l.tree, func(dev, ino uint64, at string) {
+					if !found {
+						top = fileID{dev, ino}
+					}
+					found = true
+					add(dev, ino, l.mask, at)
+				}, &budget)
 				if err != nil {
 					unix.Close(root)
-					return nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
+					return nil, nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
+				}
+				if dir {
+					dirs[top] |= l.mask
 				}
 				kp.FileTrees = kp.FileTrees || dir
 				if !found && named {
@@ -263,9 +283,120 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, ke
 				}
 			}
 		}
+		// Never left out as below a held directory, unlike the inodes
+		// above: the walk from a file made in the mount later ends at
+		// its root.
+		nested, err := nestedMounts(pid, root, dirs)
 		unix.Close(root)
+		if err != nil {
+			return nil, nil, fmt.Errorf("container %s: %w", m.ID, err)
+		}
+		for _, n := range nested {
+			if err := spend(&budget); err != nil {
+				return nil, nil, fmt.Errorf("container %s: %w", m.ID, err)
+			}
+			key := inodeKey(n.Dev, n.Ino)
+			n.Container, n.Held = m.ID, heldMask[key]&n.Mask == n.Mask
+			mounts = append(mounts, n)
+			kp.FileDenies = append(kp.FileDenies, bpf.FileDeny{Dev: n.Dev, Ino: n.Ino, Mask: n.Mask})
+			if _, ok := paths[key]; !ok {
+				paths[key] = n.Path
+			}
+		}
 	}
-	return paths, nil
+	return paths, mounts, nil
+}
+
+// fileID is an inode: its device and number as stat(2) reports them.
+type fileID struct{ dev, ino uint64 }
+
+// nestedMount is a mount of a member's mount namespace whose mount point
+// is below a listed directory: a file system of its own (a tmpfs, a bind
+// of a directory elsewhere, a bound file). The hooks that have no mount to
+// follow (inode_setattr for utimensat, inode_setxattr, inode_removexattr,
+// inode_set_acl, inode_remove_acl) walk up from a file made in it after
+// the push only to the root of its file system, never to the listed
+// directory; so its root is listed with the bits of the listed directories
+// above it, and the walk ends on a listed inode. The path hooks follow the
+// mount point and need none of it.
+type nestedMount struct {
+	Container string         // the member whose namespace has it
+	Path      string         // its mount point in the member's root
+	Dev, Ino  uint64         // its root, as the member reaches it there
+	Mask      bpf.FileAccess // the bits of the listed directories above it
+	Held      bool           // the kernel holds its root with Mask (verify)
+}
+
+// nestedMounts are the mounts of pid's mount namespace nested below dirs
+// (the listed directories resolved in root, pid's root, with their bits);
+// none when dirs is empty: then the mount table is not even read.
+func nestedMounts(pid, root int, dirs map[fileID]bpf.FileAccess) ([]nestedMount, error) {
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	mounts, err := mountsOf(pid)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil, nil // exited meanwhile
+	} else if err != nil {
+		return nil, fmt.Errorf("read the mounts of pid %d: %w", pid, err)
+	}
+	return mountsBelow(root, mounts, dirs)
+}
+
+// mountsBelow picks from mounts (a mount table whose mount points are
+// paths in root) the mounts whose mount point lies strictly below one of
+// dirs, by inode: a listed directory reached by another name (a symlink,
+// a bind) is the same directory, as it is for the kernel. Of the mounts
+// stacked at one mount point only the topmost is reachable, and listed; a
+// mount point that no longer resolves (unmounted meanwhile) is left out.
+func mountsBelow(root int, mounts []*mountinfo.Info, dirs map[fileID]bpf.FileAccess) ([]nestedMount, error) {
+	ids := map[string]fileID{} // by path in root; the zero fileID when missing
+	idOf := func(p string) (fileID, error) {
+		if id, ok := ids[p]; ok {
+			return id, nil
+		}
+		st, err := statIn(root, p)
+		if err != nil {
+			return fileID{}, fmt.Errorf("mount point %s: %w", p, err)
+		}
+		var id fileID
+		if st != nil {
+			id = fileID{st.Dev, st.Ino}
+		}
+		ids[p] = id
+		return id, nil
+	}
+	var out []nestedMount
+	seen := map[string]bool{}
+	for _, m := range mounts {
+		p := filepath.Clean(m.Mountpoint)
+		if p == "/" || !filepath.IsAbs(p) || seen[p] {
+			continue
+		}
+		seen[p] = true
+		var mask bpf.FileAccess
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			id, err := idOf(d)
+			if err != nil {
+				return nil, err
+			}
+			mask |= dirs[id]
+			if d == "/" {
+				break
+			}
+		}
+		if mask == 0 {
+			continue
+		}
+		id, err := idOf(p)
+		if err != nil {
+			return nil, err
+		}
+		if id != (fileID{}) {
+			out = append(out, nestedMount{Path: p, Dev: id.dev, Ino: id.ino, Mask: mask})
+		}
+	}
+	return out, nil
 }
 
 // heldAbove reports whether a directory above path (a path in a member's
@@ -448,11 +579,13 @@ var fileRoutes = []struct {
 	{"unix sockets", "connect and send to a socket bound in a denied path", []string{"lsm/unix_stream_connect", "lsm/unix_may_send"}, true},
 }
 
-// verifyFileRoutes adds a check per route of fileRoutes, and one for files
-// made below a listed directory after the list was resolved, on bpf-lsm
-// for a zone with inode rules. attached: the attached programs (nil when
-// unknown); kernel: the zone's policy as the kernel holds it.
-func (ke *kernelEnforcer) verifyFileRoutes(p *zone.Policy, attached []string, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy, r *zone.IsolationReport) {
+// verifyFileRoutes adds a check per route of fileRoutes, one for files
+// made below a listed directory after the list was resolved, and one for
+// the mounts nested below listed directories, on bpf-lsm for a zone with
+// inode rules. attached: the attached programs (nil when unknown); kernel:
+// the zone's policy as the kernel holds it; mounts: what verifyFileDenies
+// found.
+func (ke *kernelEnforcer) verifyFileRoutes(p *zone.Policy, attached []string, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy, mounts []nestedMount, r *zone.IsolationReport) {
 	if !ke.k.LSM() || !hasInodeRules(p) {
 		return
 	}
@@ -480,5 +613,31 @@ func (ke *kernelEnforcer) verifyFileRoutes(p *zone.Policy, attached []string, ke
 		r.Add("files below listed directories", false, "the kernel does not walk up from the inodes it judges: a file made below a listed directory since the last push is not covered; run 'rauha zone reconcile'")
 	default:
 		r.Add("files below listed directories", true, "every file check walks up to the listed directories: files made below them later are covered too")
+	}
+	if want.FileTrees {
+		verifyNestedMounts(mounts, r)
+	}
+}
+
+// verifyNestedMounts checks that the kernel lists the root of every mount
+// nested below a listed directory: one mounted since the last push (a
+// host mount propagating into a member) leaves utimensat, xattr and ACL
+// changes of the files made in it unjudged until the next push.
+func verifyNestedMounts(mounts []nestedMount, r *zone.IsolationReport) {
+	var held, missing []string
+	for _, n := range mounts {
+		if n.Held {
+			held = append(held, "container "+n.Container+": "+n.Path)
+		} else {
+			missing = append(missing, "container "+n.Container+": "+n.Path)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		r.Add("mounts below listed directories", false, "%s: mounted below a listed directory since the last push, its root is not in the kernel's list: utimensat, xattr and ACL changes of files made in it are not judged; run 'rauha zone reconcile'", strings.Join(missing, ", "))
+	case len(held) == 0:
+		r.Add("mounts below listed directories", true, "no mount below a listed directory")
+	default:
+		r.Add("mounts below listed directories", true, "listed with the directory above them, so utimensat, xattr and ACL changes of files made in them later are judged too: %s", strings.Join(held, ", "))
 	}
 }

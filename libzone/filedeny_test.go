@@ -4,10 +4,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/bpf"
@@ -175,7 +177,7 @@ func TestFileDeniesOfMembers(t *testing.T) {
 	}
 	for name, members := range cases {
 		var kp bpf.ZonePolicy
-		paths, err := fileDenies(p, members, &kp, nil)
+		paths, _, err := fileDenies(p, members, &kp, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -202,28 +204,28 @@ func TestFileDeniesOfMembers(t *testing.T) {
 	// Created after the push: by inodes again, unless the kernel holds the
 	// name (verify), which then is what is expected.
 	var kp bpf.ZonePolicy
-	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil {
+	if _, _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil {
 		t.Fatal(err)
 	}
 	held := kp.FileNames
 	if err := os.WriteFile(filepath.Join(dir, "missing"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || len(kp.FileNames) != 0 || len(kp.FileDenies) != 4 {
+	if _, _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || len(kp.FileNames) != 0 || len(kp.FileDenies) != 4 {
 		t.Errorf("created: %+v, %v; want 4 inodes, no name", kp, err)
 	}
-	if _, err := fileDenies(p, cases["recorded pid"], &kp, &bpf.ZonePolicy{FileNames: held}); err != nil || !slices.Equal(kp.FileNames, held) || len(kp.FileDenies) != 3 {
+	if _, _, err := fileDenies(p, cases["recorded pid"], &kp, &bpf.ZonePolicy{FileNames: held}); err != nil || !slices.Equal(kp.FileNames, held) || len(kp.FileDenies) != 3 {
 		t.Errorf("created, the kernel holding the name: %+v, %v; want the name, 3 inodes", kp, err)
 	}
 	if err := os.Remove(filepath.Join(dir, "missing")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fileDenies(p, []zone.Container{{ID: "new"}}, &kp, nil); err != nil || len(kp.FileDenies) != 0 || kp.FileTrees {
+	if _, _, err := fileDenies(p, []zone.Container{{ID: "new"}}, &kp, nil); err != nil || len(kp.FileDenies) != 0 || kp.FileTrees {
 		t.Errorf("a member without cgroup: %+v, %v; want nothing", kp, err)
 	}
 	// Files only: no walk.
 	p.Filesystem.ReadOnly = nil
-	if _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || kp.FileTrees {
+	if _, _, err := fileDenies(p, cases["recorded pid"], &kp, nil); err != nil || kp.FileTrees {
 		t.Errorf("files only: FileTrees %v, %v; want false", kp.FileTrees, err)
 	}
 }
@@ -267,7 +269,7 @@ func TestFileDeniesBelowHeldDirectories(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pushed bpf.ZonePolicy
-	if _, err := fileDenies(p, members, &pushed, nil); err != nil {
+	if _, _, err := fileDenies(p, members, &pushed, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(pushed.FileDenies) != 3 || !pushed.FileTrees {
@@ -279,7 +281,7 @@ func TestFileDeniesBelowHeldDirectories(t *testing.T) {
 	expect := func(kernel bpf.ZonePolicy) bpf.ZonePolicy {
 		t.Helper()
 		var want bpf.ZonePolicy
-		if _, err := fileDenies(p, members, &want, &kernel); err != nil {
+		if _, _, err := fileDenies(p, members, &want, &kernel); err != nil {
 			t.Fatal(err)
 		}
 		return want
@@ -320,4 +322,196 @@ func TestMaxDenyName(t *testing.T) {
 	if zone.MaxDenyName != bpf.FileNameMax {
 		t.Errorf("zone.MaxDenyName %d, bpf.FileNameMax %d", zone.MaxDenyName, bpf.FileNameMax)
 	}
+}
+
+// mountsBelow picks the mounts whose mount point is strictly below a
+// listed directory, with the bits of every listed directory above it, the
+// topmost of a stack once, and leaves out mount points that are gone. The
+// mount table is made up; its mount points are directories of a tree.
+func TestMountsBelow(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"ro/tm", "ro/a/b", "other/x", "d/r/m", "d/y"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "ro/file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(rootFD)
+	id := func(rel string) fileID {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(root, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		return fileID{st.Dev, st.Ino}
+	}
+	dirs := map[fileID]bpf.FileAccess{id("ro"): bpf.FileChange, id("d"): bpf.FileOpen, id("d/r"): bpf.FileChange}
+	var table []*mountinfo.Info
+	for _, p := range []string{"/", "/ro", "/ro/tm", "/ro/tm", "/ro/a/b", "/ro/file", "/other/x", "/d/r/m", "/d/y", "/ro/gone", "relative"} {
+		table = append(table, &mountinfo.Info{Mountpoint: p})
+	}
+	got, err := mountsBelow(rootFD, table, dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bpf.FileAccess{"/ro/tm": bpf.FileChange, "/ro/a/b": bpf.FileChange, "/ro/file": bpf.FileChange,
+		"/d/r/m": bpf.FileOpen | bpf.FileChange, "/d/y": bpf.FileOpen}
+	if len(got) != len(want) {
+		t.Errorf("got %+v, want %v", got, want)
+	}
+	for _, n := range got {
+		if want[n.Path] != n.Mask || (fileID{n.Dev, n.Ino}) != id(strings.TrimPrefix(n.Path, "/")) {
+			t.Errorf("%+v: want mask %v and the inode at %s", n, want[n.Path], n.Path)
+		}
+	}
+	// No listed directory: the table is not read.
+	if got, err := nestedMounts(1<<30, rootFD, nil); err != nil || got != nil {
+		t.Errorf("no listed directory: %v, %v", got, err)
+	}
+}
+
+// fileDenies lists the root of a real mount nested below a read_only and
+// a denied directory of a member (a thread of this test in a mount
+// namespace of its own); verify then holds it, and finds a mount made
+// below them after the push not held, until the next push.
+func TestFileDeniesNestedMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	raw, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cg string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "0::"); ok {
+			cg = v
+		}
+	}
+	if cg == "" {
+		t.Skip("no cgroup v2 membership")
+	}
+	dir := t.TempDir()
+	ro, deny := filepath.Join(dir, "ro"), filepath.Join(dir, "deny")
+	for _, d := range []string{"ro/tm", "ro/late", "deny/tm", "deny/late", "src/inner"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The member: a thread in a mount namespace of its own, which runs
+	// the mounts it is sent and ends with the test.
+	type req struct {
+		do   func() error
+		done chan error
+	}
+	reqs := make(chan req)
+	ready := make(chan int)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with its namespace
+		if err := unix.Unshare(unix.CLONE_NEWNS); err == nil {
+			err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+		}
+		ready <- unix.Gettid()
+		for r := range reqs {
+			r.done <- r.do()
+		}
+	}()
+	tid := <-ready
+	defer close(reqs)
+	in := func(f func() error) {
+		t.Helper()
+		done := make(chan error)
+		reqs <- req{f, done}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	in(func() error {
+		if err := unix.Mount("tmpfs", filepath.Join(ro, "tm"), "tmpfs", 0, ""); err != nil {
+			return err
+		}
+		if err := unix.Mount("tmpfs", filepath.Join(deny, "tm"), "tmpfs", 0, ""); err != nil {
+			return err
+		}
+		// A bind whose root is a subdirectory of another directory.
+		return unix.Mount(filepath.Join(dir, "src/inner"), filepath.Join(ro, "late"), "", unix.MS_BIND, "")
+	})
+	var inThread unix.Stat_t
+	in(func() error { return unix.Stat(filepath.Join(ro, "tm"), &inThread) })
+	members := []zone.Container{{ID: "m", Pid: tid, CgroupPath: cg}}
+	p := &zone.Policy{}
+	p.Filesystem.ReadOnly = []string{ro}
+	p.Filesystem.Deny = []string{deny}
+	var pushed bpf.ZonePolicy
+	paths, mounts, err := fileDenies(p, members, &pushed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]nestedMount{}
+	for _, n := range mounts {
+		byPath[n.Path] = n
+	}
+	if len(mounts) != 3 || byPath[filepath.Join(ro, "tm")].Mask != bpf.FileChange || byPath[filepath.Join(deny, "tm")].Mask != bpf.FileOpen ||
+		byPath[filepath.Join(ro, "late")].Ino != statID(t, filepath.Join(dir, "src/inner")).ino {
+		t.Fatalf("mounts %+v, want ro/tm, ro/late (src/inner) and deny/tm", mounts)
+	}
+	if n := byPath[filepath.Join(ro, "tm")]; n.Ino != inThread.Ino || n.Dev != inThread.Dev || paths[inodeKey(n.Dev, n.Ino)] != n.Path {
+		t.Errorf("ro/tm listed as %+v (path %q), the member sees dev %d ino %d", n, paths[inodeKey(n.Dev, n.Ino)], inThread.Dev, inThread.Ino)
+	}
+	held := map[string]bpf.FileAccess{}
+	for _, d := range pushed.FileDenies {
+		held[inodeKey(d.Dev, d.Ino)] |= d.Mask
+	}
+	for _, n := range mounts {
+		if held[inodeKey(n.Dev, n.Ino)]&n.Mask != n.Mask {
+			t.Errorf("%s is not in the list %+v", n.Path, pushed.FileDenies)
+		}
+	}
+	// The kernel holding what was pushed: verify expects the same.
+	var want bpf.ZonePolicy
+	pushed.FileTrees = true
+	if _, mounts, err = fileDenies(p, members, &want, &pushed); err != nil || !want.Equal(pushed) ||
+		slices.ContainsFunc(mounts, func(n nestedMount) bool { return !n.Held }) {
+		t.Errorf("verify after the push: %+v, %v; want the pushed list, every mount held", mounts, err)
+	}
+	// Mounted after the push (a host mount propagating in): expected, not
+	// held, also below the denied tree whose walk covers everything else.
+	in(func() error {
+		if err := unix.Mount("tmpfs", filepath.Join(deny, "late"), "tmpfs", 0, ""); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(deny, "late/f"), nil, 0o644)
+	})
+	if _, mounts, err = fileDenies(p, members, &want, &pushed); err != nil || want.Equal(pushed) {
+		t.Errorf("verify with a new mount: %v, the kernel list passes", err)
+	}
+	var missing []string
+	for _, n := range mounts {
+		if !n.Held {
+			missing = append(missing, n.Path)
+		}
+	}
+	if !slices.Equal(missing, []string{filepath.Join(deny, "late")}) {
+		t.Errorf("not held: %v, want only deny/late", missing)
+	}
+	r := &zone.IsolationReport{}
+	verifyNestedMounts(mounts, r)
+	if len(r.Checks) != 1 || r.Checks[0].Passed || !strings.Contains(r.Checks[0].Detail, "container m: "+filepath.Join(deny, "late")) {
+		t.Errorf("verify check: %+v", r.Checks)
+	}
+}
+
+func statID(t *testing.T, path string) fileID {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fileID{st.Dev, st.Ino}
 }

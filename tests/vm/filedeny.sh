@@ -125,6 +125,7 @@ cleanup() {
 	rt delete --force c2 >/dev/null 2>&1
 	rt zone delete --force $Z >/dev/null 2>&1
 	rt zone delete --force fm >/dev/null 2>&1
+	umount /tmp/fdsrc 2>/dev/null
 }
 trap cleanup EXIT
 
@@ -188,11 +189,19 @@ check "the init is still the same process" sh -c "[ \"\$($RT --root $R state c1 
 # run. Each route is denied with EACCES and an event; files and sockets
 # made below the denied directory after the container started are too, and
 # so is a file the host creates at a denied path that was missing then.
+# Below the denied and the read_only directory the container has a tmpfs
+# (tm) and a bind of a subdirectory of another file system (bm): the inode
+# hooks of utimensat, xattr and ACL changes walk up only within one file
+# system, so a file made there after the push is judged only because the
+# push lists the roots of those mounts too (libzone/filedeny.go).
 file_routes() {
-	local Z2=fm B2=/tmp/fmbundle M=/tmp/fdmeta tool=${FILEATTACK:-/payload/bin/fileattack}
+	local Z2=fm B2=/tmp/fmbundle M=/tmp/fdmeta S=/tmp/fdsrc tool=${FILEATTACK:-/payload/bin/fileattack}
 	[ -x $B/rootfs/bin/fileattack ] || { bad "file routes: no fileattack helper at $tool"; return; }
 	rm -rf $M $B2 # a fresh tree: the script runs twice in one guest (FILEDENY_OVERLAY)
 	mkdir -p $M/ro/sub $M/w/private $B2
+	mkdir -p $M/w/private/tm $M/w/private/bm $M/ro/tm $M/ro/bm $S
+	umount $S 2>/dev/null
+	mount -t tmpfs tmpfs $S && mkdir -p $S/d/inner $S/r/inner
 	echo secret >$M/w/secret
 	echo ro >$M/ro/sub/file
 	echo key >$M/w/private/key
@@ -202,7 +211,7 @@ file_routes() {
 	printf '[zone]\nmode = "enforce"\nadmission = "strict"\n[filesystem]\ndeny = ["/meta/w/secret", "/meta/w/private", "/meta/w/later"]\nread_only = ["/meta/ro"]\n' >/tmp/fm.toml
 	sed -e 's|"/loop.sh"|"/bin/sleep", "1000"|' -e 's|"org.rauha.zone": "fd"|"org.rauha.zone": "fm"|' \
 		-e 's|/rauha-filedeny/c1|/rauha-filedeny/c2|' -e "s|\"path\": \"rootfs\"|\"path\": \"$B/rootfs\"|" \
-		-e "s|\(\"destination\": \"/run\".*\]}\)|\1,\n    {\"destination\": \"/meta\", \"type\": \"bind\", \"source\": \"$M\", \"options\": [\"rbind\", \"rw\"]}|" \
+		-e "s|\(\"destination\": \"/run\".*\]}\)|\1,\n    {\"destination\": \"/meta\", \"type\": \"bind\", \"source\": \"$M\", \"options\": [\"rbind\", \"rw\"]}$(nested_mounts $S)|" \
 		$B/config.json >$B2/config.json
 	check "zone create fm (deny and read_only on /meta)" rt zone create $Z2 --policy /tmp/fm.toml
 	if ! (cd $B2 && rt run -d c2 </dev/null >/tmp/run2.log 2>&1); then cat /tmp/run2.log; fi
@@ -239,6 +248,23 @@ file_routes() {
 	check "ln /meta/ro/sub/file fails" sh -c "! $RT --root $R exec c2 ln /meta/ro/sub/file /meta/w/link2"
 	check "the host sees /meta/w/secret unchanged (mode 644)" [ "$(stat -c %a $M/w/secret)" = 644 ]
 	check "and /meta/ro/sub/file" [ "$(stat -c %a $M/ro/sub/file)" = 644 ]
+	# Made by the host after the push in the mounts nested below the
+	# listed directories: utimensat, setxattr, removexattr and an ACL
+	# change have only inode hooks.
+	local pid2
+	pid2=$(rt state c2 | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+	echo late >$S/d/inner/late2
+	echo late >$S/r/inner/late2
+	nsenter -t "$pid2" -m sh -c 'echo late >/meta/w/private/tm/late2 && echo late >/meta/ro/tm/late2'
+	for f in /meta/w/private/tm/late2 /meta/w/private/bm/late2 /meta/ro/tm/late2 /meta/ro/bm/late2; do
+		# user xattrs on tmpfs need 6.6: there the denial still comes first.
+		nsenter -t "$pid2" -m /bin/fileattack setxattr $f user.rauha host 2>/dev/null
+		denied "touch -d 2000-01-01 $f (nested mount, made after the push)" touch -d 2000-01-01 $f
+		denied "setxattr $f" fileattack setxattr $f user.rauha owned
+		denied "removexattr $f" fileattack removexattr $f user.rauha
+		denied "setfacl -m u:1000:r $f" fileattack setacl $f
+	done
+	check "the host's late2 files keep their times" sh -c "out=\$(nsenter -t $pid2 -m stat -c %y /meta/w/private/tm/late2 /meta/w/private/bm/late2 /meta/ro/tm/late2 /meta/ro/bm/late2) && [ \$(echo \"\$out\" | grep -c .) = 4 ] && ! echo \"\$out\" | grep -q '^2000'"
 	denied "cat /meta/w/private/late (created after start)" cat /meta/w/private/late
 	denied "chmod /meta/w/private/late" chmod 600 /meta/w/private/late
 	denied "mv /meta/w/private/late out of the denied directory" mv /meta/w/private/late /meta/w/moved
@@ -272,8 +298,6 @@ file_routes() {
 	# push, with a file the host makes there: the path hooks walk up through
 	# the mount point to /meta/w/private.
 	mkdir $M/w/private/mnt
-	local pid2
-	pid2=$(rt state c2 | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
 	check "mount a tmpfs at /meta/w/private/mnt in c2" nsenter -t "$pid2" -m mount -t tmpfs tmpfs /meta/w/private/mnt
 	check "the host makes /meta/w/private/mnt/f in it" nsenter -t "$pid2" -m sh -c 'echo f >/meta/w/private/mnt/f'
 	denied "chmod 4755 /meta/w/private/mnt/f (nested mount)" chmod 4755 /meta/w/private/mnt/f
@@ -303,17 +327,37 @@ file_routes() {
 	check "event: chmod /meta/w/private/…/f (nested mount)" ev2 "chmod /meta/w/private/…/f"
 	check "event: unlink /meta/w/private/…/f (nested mount)" ev2 "unlink /meta/w/private/…/f"
 	check "event: create /meta/w/private/…/g (nested mount)" ev2 "create /meta/w/private/…/g"
+	local mnt
+	for mnt in /meta/w/private/tm /meta/w/private/bm /meta/ro/tm /meta/ro/bm; do
+		check "event: setattr $mnt/…/late2" ev2 "setattr $mnt/…/late2"
+		check "event: setxattr $mnt/…/late2" ev2 "setxattr $mnt/…/late2"
+		check "event: removexattr $mnt/…/late2" ev2 "removexattr $mnt/…/late2"
+		# Before 6.2 ACLs reach the xattr hooks, where either program may
+		# be the first to deny.
+		check "event: set acl $mnt/…/late2" sh -c "$RT --root $R zone events $Z2 --format json 2>/dev/null | grep '\"decision\":\"deny\"' | grep -Eq '\"object\":\"(set acl|setxattr) $mnt/…/late2'"
+	done
 	rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep -E '"comm":"(ln|mv)"'
 
+	# The tmpfs at /meta/w/private/mnt was mounted after the push: its root
+	# is in no list, so verify fails until a push lists it.
+	rt zone verify $Z2 | grep -E 'kernel policy|mounts below' | cut -c1-300
+	check "verify: 'mounts below listed directories' fails naming /meta/w/private/mnt (mounted after the push)" \
+		sh -c "$RT --root $R zone verify $Z2 | grep -E '^FAIL +mounts below listed directories ' | grep -q 'container c2: /meta/w/private/mnt:'"
+	check "verify: the kernel policy fails without the root of /meta/w/private/mnt" \
+		sh -c "$RT --root $R zone verify $Z2 | grep -Eq '^FAIL +kernel policy '"
+	check "zone reconcile" rt zone reconcile
 	rt zone verify $Z2 | grep -E 'file |unix sockets|listed directories'
 	local route
-	for route in "file metadata" "file names" "new entries" "file handles" "unix sockets" "files below listed directories"; do
+	for route in "file metadata" "file names" "new entries" "file handles" "unix sockets" "files below listed directories" "mounts below listed directories"; do
 		check "verify: $route" sh -c "$RT --root $R zone verify $Z2 | grep -Eq '^PASS +$route '"
 	done
+	check "verify: the nested mounts are listed" sh -c "$RT --root $R zone verify $Z2 | grep -E '^PASS +mounts below listed directories ' | grep -q 'container c2: /meta/ro/bm'"
 	# Files and directories made below /meta/w/private since the push (late,
-	# d, sock, hostnew, hostdir, the mount and f): covered by the walk up.
+	# d, sock, hostnew, hostdir, the mount's f): covered by the walk up.
 	check "verify: the kernel policy passes with files made below the denied directory since the push" \
 		sh -c "$RT --root $R zone verify $Z2 | grep 'kernel policy' | grep -q 'kernel maps equal'"
+	nsenter -t "$pid2" -m sh -c 'echo h >/meta/w/private/mnt/h'
+	denied "touch -d 2000-01-01 /meta/w/private/mnt/h (mounted before the reconcile, made after)" touch -d 2000-01-01 /meta/w/private/mnt/h
 	nsenter -t "$pid2" -m umount /meta/w/private/mnt
 
 	kill $srv $srv0 2>/dev/null
@@ -321,6 +365,18 @@ file_routes() {
 	sleep 0.5
 	rt delete --force c2 >/dev/null 2>&1
 	rt zone delete --force $Z2 >/dev/null 2>&1
+	umount $S
+}
+
+# nested_mounts SRC: the mounts of c2 nested below the denied and the
+# read_only directory, as config.json lines (sed replacement text).
+nested_mounts() {
+	local d
+	for d in /meta/w/private /meta/ro; do
+		printf ',\\n    {"destination": "%s/tm", "type": "tmpfs", "source": "tmpfs", "options": ["mode=755"]}' $d
+	done
+	printf ',\\n    {"destination": "/meta/w/private/bm", "type": "bind", "source": "%s/d/inner", "options": ["bind", "rw"]}' "$1"
+	printf ',\\n    {"destination": "/meta/ro/bm", "type": "bind", "source": "%s/r/inner", "options": ["bind", "rw"]}' "$1"
 }
 echo "== file routes beyond open (lsm/inode_*, lsm/unix_*)"
 file_routes

@@ -3,6 +3,9 @@
 //
 //	fileattack setxattr PATH NAME VALUE   set an extended attribute
 //	fileattack getxattr PATH NAME         print an extended attribute
+//	fileattack removexattr PATH NAME      remove an extended attribute
+//	fileattack setacl PATH                give uid 1000 read access by a POSIX
+//	                                      ACL (setfacl -m u:1000:r PATH)
 //	fileattack handle PATH                print "TYPE HEX" from name_to_handle_at
 //	fileattack byhandle DIR TYPE HEX      open_by_handle_at on DIR's file
 //	                                      system, print the file's content
@@ -14,6 +17,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -40,6 +44,12 @@ func main() {
 		n, err := unix.Getxattr(a[1], a[2], buf)
 		check("getxattr", err)
 		fmt.Printf("%s\n", buf[:n])
+	case "removexattr":
+		need(a, 3)
+		check("removexattr", unix.Removexattr(a[1], a[2]))
+	case "setacl":
+		need(a, 2)
+		check("setxattr", unix.Setxattr(a[1], "system.posix_acl_access", accessACL(), 0))
 	case "handle":
 		h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, a[1], 0)
 		check("name_to_handle_at", err)
@@ -74,6 +84,23 @@ func main() {
 	}
 }
 
+// accessACL is the system.posix_acl_access value of user::rw-,
+// user:1000:r--, group::r--, mask::r--, other::r-- (the kernel's xattr
+// format: a version, then tag, permissions and id per entry, sorted by tag).
+func accessACL() []byte {
+	const undefined = 0xffffffff
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{0x01, 6, undefined}, {0x02, 4, 1000}, {0x04, 4, undefined}, {0x10, 4, undefined}, {0x20, 4, undefined}} {
+		b = binary.LittleEndian.AppendUint16(b, e.tag)
+		b = binary.LittleEndian.AppendUint16(b, e.perm)
+		b = binary.LittleEndian.AppendUint32(b, e.id)
+	}
+	return b
+}
+
 func need(a []string, n int) {
 	if len(a) != n {
 		usage()
@@ -81,7 +108,7 @@ func need(a []string, n int) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: fileattack setxattr PATH NAME VALUE | getxattr PATH NAME | handle PATH | byhandle DIR TYPE HEX | listen PATH | connect PATH")
+	fmt.Fprintln(os.Stderr, "usage: fileattack setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME | setacl PATH | handle PATH | byhandle DIR TYPE HEX | listen PATH | connect PATH")
 	os.Exit(2)
 }
 
