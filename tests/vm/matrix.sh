@@ -848,7 +848,7 @@ zn_lan() {
 	done
 }
 
-zn_# learn_work ID: the learned workload: a file copied under /tmp, a file
+# learn_work ID: the learned workload: a file copied under /tmp, a file
 # written by a relative name (recorded absolute: its working directory is
 # on the /tmp mount), and a connection to the host's loopback (refused:
 # nothing listens; allowed, it is not EPERM).
@@ -919,7 +919,7 @@ check_x_learn_suggest() {
 	expect_ok rt zone delete lsg
 }
 
-cleanup() {
+zn_cleanup() {
 	local ns
 	rt delete --force zc-a >/dev/null 2>&1
 	rt delete --force zc-a2 >/dev/null 2>&1
