@@ -85,14 +85,14 @@ func TestLSM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
+	want := append(observerSections(t), "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
 		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect",
 		"lsm/file_fcntl", "lsm/file_ioctl", "lsm/file_set_fowner", "lsm/file_free_security", "lsm/file_send_sigiotask",
 		"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl",
 		"lsm/inode_link", "lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir",
 		"lsm/path_chmod", "lsm/path_chown", "lsm/path_truncate", "lsm/path_unlink", "lsm/path_rmdir",
 		"lsm/path_mknod", "lsm/path_mkdir", "lsm/path_symlink", "lsm/path_link", "lsm/path_rename",
-		"lsm/unix_stream_connect", "lsm/unix_may_send"} // no zone learns: no learning tracepoint
+		"lsm/unix_stream_connect", "lsm/unix_may_send") // no zone learns: no learning tracepoint
 	for _, zone := range []uint32{zoneA, zoneB} {
 		id := strconv.FormatUint(cgids[zone], 10)
 		want = append(want, "cgroup_skb/egress cgroup="+id, "cgroup_skb/ingress cgroup="+id)

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "2109771da2afd7d243651796405a298dee14e36dbfa1cab0446ccf8fb05e3e53"
+const rauhaObjectSHA256 = "d173f7cfe63337aa850614a9ac1a9e9272c8af53be723f4f38123eeb791ed4f1"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "3c5764a0dbd2d8ad49896f06d105e8f956f4c4ff72d661ec7b7a22e017683ced"
+const rauhaObjectSHA256 = "0985f014770d7522d7f18c4027cb63d1fe98db3876af3c8e8d279a936e3a24a0"
