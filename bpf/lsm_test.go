@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -141,6 +142,29 @@ func TestLSM(t *testing.T) {
 		setA(p)
 		inA.expect(t, "ok", "open", file)
 		drainUntil(t, k, func(e Event) bool { return e.Zone == zoneA && e.Verdict == VerdictAudited && e.Ino == fileIno })
+	})
+
+	// The hook judges an io_uring request as the syscall and reports it;
+	// the io_uring observer's event for its completion is the same denial.
+	t.Run("file_open through io_uring", func(t *testing.T) {
+		p := isolated
+		p.FileDenies = []FileDeny{{Dev: fileDev, Ino: fileIno, Mask: FileOpen}}
+		setA(p)
+		inA.expect(t, "EACCES", "iouring-open", file)
+		host.expect(t, "ok", "iouring-open", file)
+		evs, err := k.DrainEvents(1000, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hooks []Hook
+		for _, e := range evs {
+			if e.Zone == zoneA && e.Control == ControlFile {
+				hooks = append(hooks, e.Hook)
+			}
+		}
+		if !slices.Equal(hooks, []Hook{HookLSMFileOpen}) {
+			t.Errorf("file events of zone A: %v, want only lsm/file_open's", hooks)
+		}
 	})
 
 	t.Run("bprm_check_security", func(t *testing.T) {
