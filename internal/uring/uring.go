@@ -102,20 +102,21 @@ func Do(e SQE, keep ...any) (res int32, err error) {
 	*word(sq, p.sqOff.array+slot*4) = slot
 	atomic.StoreUint32(word(sq, p.sqOff.tail), tail+1)
 
-	for {
-		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, fd, 1, 1, enterWait, 0, 0)
-		if errno != unix.EINTR {
-			break
+	// A signal (the Go runtime's preemption SIGURG) ends the wait early:
+	// io_uring_enter then returns what it submitted, or EINTR when that
+	// was nothing. Wait again until the completion is there.
+	head := atomic.LoadUint32(word(cq, p.cqOff.head))
+	for submit := uintptr(1); head == atomic.LoadUint32(word(cq, p.cqOff.tail)); {
+		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, fd, submit, 1, enterWait, 0, 0)
+		if errno == unix.EINTR {
+			continue
 		}
+		if errno != 0 {
+			return 0, fmt.Errorf("io_uring_enter: %w", errno)
+		}
+		submit -= min(n, submit)
 	}
 	runtime.KeepAlive(keep) // the memory Addr and Off point to
-	if errno != 0 {
-		return 0, fmt.Errorf("io_uring_enter: %w", errno)
-	}
-	head := atomic.LoadUint32(word(cq, p.cqOff.head))
-	if head == atomic.LoadUint32(word(cq, p.cqOff.tail)) {
-		return 0, fmt.Errorf("io_uring_enter returned without a completion")
-	}
 	off := p.cqOff.cqes + (head&*word(cq, p.cqOff.ringMask))*cqeSize
 	res = *(*int32)(unsafe.Pointer(&cq[off+8])) // struct io_uring_cqe: user_data, res, flags
 	atomic.StoreUint32(word(cq, p.cqOff.head), head+1)
