@@ -14,8 +14,9 @@
  * (io_uring_submit_req, called io_uring_submit_sqe in 6.1: the loader
  * attaches the one the kernel has) and kept by request until the
  * completion (iouring_paths). Only the path opcodes of zone tasks are kept;
- * the completion of any other request costs a read of its opcode and
- * result. An fd request (ftruncate, fsetxattr) is named by its file's path.
+ * a completion costs a read of its opcode and result, and for a path
+ * opcode the deletion of its entry (a hash lookup when there is none). An
+ * fd request (ftruncate, fsetxattr) is named by its file's path.
  */
 #ifndef RAUHA_IOURING_BPF_H
 #define RAUHA_IOURING_BPF_H

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "d173f7cfe63337aa850614a9ac1a9e9272c8af53be723f4f38123eeb791ed4f1"
+const rauhaObjectSHA256 = "a4f9ce09e736a5cc7eabaceb5dd23a1d154f0840a85b022516febef9a13747c5"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0985f014770d7522d7f18c4027cb63d1fe98db3876af3c8e8d279a936e3a24a0"
+const rauhaObjectSHA256 = "c06349b06ae038a6ceb443a6e4c36a5590d8b455873800a6d6b641b616554c9a"
