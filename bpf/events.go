@@ -89,6 +89,9 @@ const (
 	HookLSMPathSymlink  = Hook(rauhaHookHOOK_LSM_PATH_SYMLINK)
 	HookLSMPathLink     = Hook(rauhaHookHOOK_LSM_PATH_LINK)
 	HookLSMPathRename   = Hook(rauhaHookHOOK_LSM_PATH_RENAME)
+	// The completion of a zone task's io_uring request that failed as the
+	// observer's syscalls do (iouring.bpf.h); Event.IoUringOp names it.
+	HookIoUring = Hook(rauhaHookHOOK_IO_URING)
 )
 
 var hookNames = map[Hook]string{
@@ -112,7 +115,7 @@ var hookNames = map[Hook]string{
 	HookLSMPathUnlink: "lsm/path_unlink", HookLSMPathRmdir: "lsm/path_rmdir",
 	HookLSMPathMknod: "lsm/path_mknod", HookLSMPathMkdir: "lsm/path_mkdir",
 	HookLSMPathSymlink: "lsm/path_symlink", HookLSMPathLink: "lsm/path_link",
-	HookLSMPathRename: "lsm/path_rename",
+	HookLSMPathRename: "lsm/path_rename", HookIoUring: "tp_btf/io_uring_complete",
 }
 
 func (h Hook) String() string {
@@ -175,6 +178,9 @@ type Event struct {
 	SourceRouted bool
 	Unregistered bool
 	Syscall      uint32 // observer: syscall number (of the kernel's architecture)
+	// HookIoUring: the request's IORING_OP_* opcode. Path is the path it
+	// named; a rename's or link's "OLD -> NEW".
+	IoUringOp uint8
 }
 
 // DrainEvents returns up to max events already in the ring buffer, oldest
@@ -207,7 +213,7 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &raw); err != nil {
 			return out, fmt.Errorf("decode event of %d bytes: %w", len(rec.RawSample), err)
 		}
-		if k.lsm && Hook(raw.Hook) == HookSysExit && !observedOnLSM(Control(raw.Control)) {
+		if k.lsm && observer(Hook(raw.Hook)) && !observedOnLSM(Control(raw.Control)) {
 			// The LSM hook that denied it sent its own event.
 			continue
 		}
@@ -218,6 +224,16 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 	}
 	return out, nil
 }
+
+// The io_uring opcodes whose path holds two halves (iouring.bpf.h).
+const (
+	ioringOpRenameat = 35
+	ioringOpLinkat   = 39
+)
+
+// observer reports the hooks that report failures of what a task asked
+// for, whoever denied it.
+func observer(h Hook) bool { return h == HookSysExit || h == HookIoUring }
 
 // observedOnLSM reports the controls whose observer events the bpf-lsm
 // backend keeps: file and exec (Landlock's allow-lists, which no hook sees)
@@ -230,23 +246,44 @@ func observedOnLSM(c Control) bool {
 // just reported, so that the observer's event for the same failed syscall,
 // which follows it in the ring buffer, is dropped. The observer still runs
 // on bpf-lsm for Landlock's denials of the allow-lists, which no hook sees.
-// A pair split across two drains is reported twice.
-type lsmDenials map[uint32]Control
+// An io_uring request may run in another thread of the process than the
+// one that posts its completion (an io-wq worker): its completion drops a
+// denial of any thread of the process, its own thread's first. A pair split
+// across two drains is reported twice.
+type lsmDenials map[uint32]lsmDenial
+
+type lsmDenial struct {
+	control Control
+	tgid    uint32
+}
 
 func (d lsmDenials) duplicate(r *rauhaEvent) bool {
 	c := Control(r.Control)
 	if c != ControlFile && c != ControlExec {
 		return false
 	}
-	if Hook(r.Hook) != HookSysExit {
-		if r.Ret != 0 {
-			d[r.Pid] = c
+	switch Hook(r.Hook) {
+	case HookSysExit:
+		prev, ok := d[r.Pid]
+		delete(d, r.Pid)
+		return ok && prev.control == c
+	case HookIoUring:
+		if prev, ok := d[r.Pid]; ok && prev.control == c {
+			delete(d, r.Pid)
+			return true
+		}
+		for pid, prev := range d {
+			if prev.tgid == r.Tgid && prev.control == c {
+				delete(d, pid)
+				return true
+			}
 		}
 		return false
 	}
-	prev, ok := d[r.Pid]
-	delete(d, r.Pid)
-	return ok && prev == c
+	if r.Ret != 0 {
+		d[r.Pid] = lsmDenial{control: c, tgid: r.Tgid}
+	}
+	return false
 }
 
 func decodeEvent(r *rauhaEvent, clock bootClock) Event {
@@ -267,6 +304,13 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 		TargetPid:  r.TargetPid,
 		TargetZone: r.TargetZone,
 		Syscall:    r.Syscall,
+	}
+	if e.Hook == HookIoUring {
+		e.IoUringOp, e.Syscall = uint8(r.Syscall), 0
+		if e.IoUringOp == ioringOpRenameat || e.IoUringOp == ioringOpLinkat {
+			half := len(r.Path) / 2
+			e.Path = cString(r.Path[:half]) + " -> " + cString(r.Path[half:])
+		}
 	}
 	switch e.Control {
 	case ControlFile, ControlExec:

@@ -7,7 +7,7 @@ import "testing"
 // syscall no hook denied (Landlock's allow-lists), are kept.
 func TestLSMDenialsDropsTheObserverTwin(t *testing.T) {
 	ev := func(hook Hook, c Control, pid uint32, ret int32) *rauhaEvent {
-		return &rauhaEvent{Hook: uint16(hook), Control: uint16(c), Pid: pid, Ret: ret}
+		return &rauhaEvent{Hook: uint16(hook), Control: uint16(c), Pid: pid, Tgid: pid / 100 * 100, Ret: ret}
 	}
 	d := lsmDenials{}
 	steps := []struct {
@@ -26,6 +26,14 @@ func TestLSMDenialsDropsTheObserverTwin(t *testing.T) {
 		{"lsm open denial again", ev(HookLSMFileOpen, ControlFile, 10, -13), false},
 		{"observer exec of that thread is another syscall", ev(HookSysExit, ControlExec, 10, -13), false},
 		{"signal observer events are not file events", ev(HookSysExit, ControlSignal, 10, -1), false},
+		// An io_uring request denied in an io-wq worker (pid 201), its
+		// completion posted by the submitting thread (pid 200).
+		{"lsm open denial in a worker", ev(HookLSMFileOpen, ControlFile, 201, -13), false},
+		{"io_uring completion of that request", ev(HookIoUring, ControlFile, 200, -13), true},
+		{"io_uring completion no hook denied (Landlock)", ev(HookIoUring, ControlFile, 200, -13), false},
+		{"lsm open denial of another process", ev(HookLSMFileOpen, ControlFile, 301, -13), false},
+		{"is not the twin of its denial", ev(HookIoUring, ControlFile, 200, -13), false},
+		{"which its own completion is", ev(HookIoUring, ControlFile, 300, -13), true},
 	}
 	for _, s := range steps {
 		if got := d.duplicate(s.ev); got != s.dup {

@@ -21,7 +21,34 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/internal/uring"
 )
+
+// ringOp opens args[0] read-only (IORING_OP_OPENAT) or renames args[0] to
+// args[1] (IORING_OP_RENAMEAT) and returns the completion's errno.
+func ringOp(rename bool, args []string) error {
+	path, addr := uring.CString(args[0])
+	e := uring.SQE{Opcode: uring.OpOpenat, Fd: unix.AT_FDCWD, Addr: addr, OpFlags: unix.O_RDONLY | unix.O_CLOEXEC}
+	keep := []any{path}
+	if rename {
+		to, toAddr := uring.CString(args[1])
+		cwd := int32(unix.AT_FDCWD)
+		e.Opcode, e.OpFlags, e.Len, e.Off = uring.OpRenameat, 0, uint32(cwd), toAddr
+		keep = append(keep, to)
+	}
+	res, err := uring.Do(e, keep...)
+	if err != nil {
+		return err
+	}
+	if res < 0 {
+		return syscall.Errno(-res)
+	}
+	if !rename {
+		unix.Close(int(res))
+	}
+	return nil
+}
 
 // The test binary doubles as the workload: started with helperEnv set, it
 // performs one operation from inside a test cgroup and prints "ok" or the
@@ -113,6 +140,8 @@ func helperOp(op string, args []string) error {
 			}
 			outcomes[name]++
 		}
+	case "iouring-open", "iouring-rename": // the same through io_uring requests
+		return ringOp(op == "iouring-rename", args)
 	case "open":
 		fd, err := unix.Open(args[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err == nil {

@@ -78,6 +78,10 @@ type hookProgram struct {
 	// (a tracepoint newer than the oldest kernel supported); without it
 	// the program is left out, and what it does is not done.
 	needs string
+	// args: with needs, the number of parameters the function type that
+	// needs names must have (0: any), for a tracepoint whose arguments
+	// changed between kernels: one program per signature.
+	args int
 }
 
 var hookPrograms = []hookProgram{
@@ -88,6 +92,13 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgEgressSkb, shared: true, perMember: true, attach: ebpf.AttachCGroupInetEgress},
 	{name: rauhaProgIngressSkb, shared: true, perMember: true, attach: ebpf.AttachCGroupInetIngress},
 	{name: rauhaProgObserveSysExit, shared: true, attach: ebpf.AttachTraceRawTp},
+	// The io_uring observer (iouring.bpf.h): the submission tracepoint by
+	// either of its names, the completion program for the kernel's
+	// arguments (the typedef's first parameter is the tracepoint's own).
+	{name: rauhaProgObserveIoUringSubmit, shared: true, attach: ebpf.AttachTraceRawTp, needs: "btf_trace_io_uring_submit_req"},
+	{name: rauhaProgObserveIoUringSubmitSqe, shared: true, attach: ebpf.AttachTraceRawTp, needs: "btf_trace_io_uring_submit_sqe"},
+	{name: rauhaProgObserveIoUringComplete, shared: true, attach: ebpf.AttachTraceRawTp, needs: "btf_trace_io_uring_complete", args: 4},
+	{name: rauhaProgObserveIoUringCompleteRes, shared: true, attach: ebpf.AttachTraceRawTp, needs: "btf_trace_io_uring_complete", args: 8},
 	// Learning zones (learn.bpf.h).
 	{name: rauhaProgLearnExec, shared: true, learning: true, attach: ebpf.AttachTraceRawTp},
 	{name: rauhaProgLearnFork, shared: true, learning: true, attach: ebpf.AttachTraceRawTp},
@@ -397,10 +408,27 @@ func supported(ps []hookProgram) ([]hookProgram, error) {
 			} else if err != nil {
 				return nil, fmt.Errorf("look up %s in the kernel's BTF: %w", p.needs, err)
 			}
+			if p.args != 0 && funcParams(t) != p.args {
+				continue
+			}
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// funcParams is the number of parameters of the function pointer type t
+// names, -1 when it names none.
+func funcParams(t *btf.Typedef) int {
+	ptr, ok := btf.UnderlyingType(t.Type).(*btf.Pointer)
+	if !ok {
+		return -1
+	}
+	fn, ok := btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
+	if !ok {
+		return -1
+	}
+	return len(fn.Params)
 }
 
 // pinnedPath is where program p of a backend is pinned: its link for a
@@ -607,7 +635,7 @@ func (k *Kernel) allMaps() []*ebpf.Map {
 	return []*ebpf.Map{m.ZoneByCgid, m.ZonePolicy, m.Egress4, m.Egress6, m.EgressDeny4, m.EgressDeny6, m.EgressDeny4Keys, m.EgressDeny6Keys, m.ZonePeers,
 		m.FileDeny, m.FileDenyNames, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners,
 		m.ZoneAddr, m.MemberAddr, m.ZonesInUse, m.NetGen, m.VerdictSlots,
-		m.LearnActive, m.LearnMembers, m.LearnTasks, m.Learned, m.LearnSyscalls, m.LearnScratch}
+		m.LearnActive, m.LearnMembers, m.LearnTasks, m.Learned, m.LearnSyscalls, m.LearnScratch, m.IouringPaths}
 }
 
 // LSM reports which backend this handle was opened for.

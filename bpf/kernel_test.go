@@ -12,9 +12,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
+
+	"github.com/rauha-runtime/rauha/internal/uring"
 )
 
 func TestOpenPinsAndReuses(t *testing.T) {
@@ -58,7 +62,8 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"tp_btf/sys_exit"}; !slices.Equal(att, want) {
+	observers := observerSections(t)
+	if want := observers; !slices.Equal(att, want) {
 		t.Errorf("Attached() = %q, want only the observer %q while no zone learns", att, want)
 	}
 
@@ -67,7 +72,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	if err := k2.SetPolicy(4, ZonePolicy{Mode: ModeLearn}); err != nil {
 		t.Fatal(err)
 	}
-	learning := []string{"tp_btf/sys_exit", "tp_btf/sched_process_exec", "tp_btf/sched_process_fork", "tp_btf/sched_process_exit", "tp_btf/signal_generate"}
+	learning := append(slices.Clone(observers), "tp_btf/sched_process_exec", "tp_btf/sched_process_fork", "tp_btf/sched_process_exit", "tp_btf/signal_generate")
 	if LearnsCapabilities(pinDir, false) {
 		learning = append(learning, "tp_btf/cap_capable")
 	}
@@ -77,7 +82,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	if err := k2.SetPolicy(4, ZonePolicy{}); err != nil {
 		t.Fatal(err)
 	}
-	if att, err = k2.Attached(); err != nil || !slices.Equal(att, []string{"tp_btf/sys_exit"}) {
+	if att, err = k2.Attached(); err != nil || !slices.Equal(att, observers) {
 		t.Errorf("after learning: Attached() = %q, %v; want only the observer", att, err)
 	}
 
@@ -624,6 +629,100 @@ func TestObserver(t *testing.T) {
 	if c.Observed[ControlFile] != 1 || c.Observed[ControlSignal] != 1 {
 		t.Errorf("observed counters: %+v", c.Observed)
 	}
+}
+
+// A zone task's io_uring requests denied by permissions (as Landlock
+// denies them) fail in their completion, not in a syscall: the io_uring
+// observer reports them, with the path the request named, and not those of
+// tasks outside zones.
+func TestIoUringObserver(t *testing.T) {
+	requireRoot(t)
+	k, pinDir := testKernel(t, false)
+	if !exists(linkPin(pinDir, rauhaProgObserveIoUringComplete)) && !exists(linkPin(pinDir, rauhaProgObserveIoUringCompleteRes)) {
+		t.Fatal("no io_uring completion program attached")
+	}
+	const zone = 11
+	if err := k.SetPolicy(zone, ZonePolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	cg := testCgroup(t, "iouring")
+	if _, err := k.AddMember(zone, cg); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "rauha-bpf-iouring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("x"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "helper")
+	copyFile(t, testBinary(t), exe, 0o755)
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
+	outside := workload{cred: nobody, exe: exe}
+	inside := workload{cgroup: cg, cred: nobody, exe: exe}
+
+	outside.expect(t, "EACCES", "iouring-open", secret)
+	inside.expect(t, "ok", "iouring-open", exe) // allowed: no event
+	inside.expect(t, "EACCES", "iouring-open", secret)
+	ev := drainUntil(t, k, func(e Event) bool { return e.Control == ControlFile })
+	if ev.Zone != zone || ev.Hook != HookIoUring || ev.Verdict != VerdictObserved || ev.Errno != unix.EACCES ||
+		ev.Path != secret || ev.IoUringOp != uring.OpOpenat || ev.UID != 65534 {
+		t.Errorf("io_uring openat event: %+v", ev)
+	}
+	// Two paths: the old and the new one. dir is not writable by nobody.
+	inside.expect(t, "EACCES", "iouring-rename", secret, secret+".new")
+	ev = drainUntil(t, k, func(e Event) bool { return e.Control == ControlFile })
+	if ev.Hook != HookIoUring || ev.Errno != unix.EACCES || ev.Path != secret+" -> "+secret+".new" || ev.IoUringOp != uring.OpRenameat {
+		t.Errorf("io_uring renameat event: %+v", ev)
+	}
+	evs, err := k.DrainEvents(100, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Control == ControlFile {
+			t.Errorf("another file event: %+v", e)
+		}
+	}
+	c, err := k.Counters(zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Observed[ControlFile] != 2 {
+		t.Errorf("observed file counter = %d, want 2", c.Observed[ControlFile])
+	}
+	// What submission kept is gone with the completions.
+	var key uint64
+	if err := k.maps.IouringPaths.NextKey(nil, &key); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("iouring_paths keeps an entry (%#x) after the completions: %v", key, err)
+	}
+}
+
+// observerSections are the observer programs the kernel runs, as Attached
+// lists them: the io_uring programs where it has their tracepoints.
+func observerSections(t *testing.T) []string {
+	t.Helper()
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(name string) bool {
+		var td *btf.Typedef
+		return kernel.TypeByName(name, &td) == nil
+	}
+	out := []string{"tp_btf/sys_exit"}
+	for _, tp := range []string{"io_uring_submit_req", "io_uring_submit_sqe", "io_uring_complete"} {
+		if has("btf_trace_" + tp) {
+			out = append(out, "tp_btf/"+tp)
+		}
+	}
+	return out
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

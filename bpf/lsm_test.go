@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -85,14 +86,14 @@ func TestLSM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"tp_btf/sys_exit", "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
+	want := append(observerSections(t), "lsm/file_open", "lsm/bprm_check_security", "lsm/ptrace_access_check", "lsm/task_kill",
 		"lsm/socket_connect", "lsm/socket_sendmsg", "lsm/capable", "lsm/mmap_file", "lsm/file_mprotect",
 		"lsm/file_fcntl", "lsm/file_ioctl", "lsm/file_set_fowner", "lsm/file_free_security", "lsm/file_send_sigiotask",
 		"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl",
 		"lsm/inode_link", "lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir",
 		"lsm/path_chmod", "lsm/path_chown", "lsm/path_truncate", "lsm/path_unlink", "lsm/path_rmdir",
 		"lsm/path_mknod", "lsm/path_mkdir", "lsm/path_symlink", "lsm/path_link", "lsm/path_rename",
-		"lsm/unix_stream_connect", "lsm/unix_may_send"} // no zone learns: no learning tracepoint
+		"lsm/unix_stream_connect", "lsm/unix_may_send") // no zone learns: no learning tracepoint
 	for _, zone := range []uint32{zoneA, zoneB} {
 		id := strconv.FormatUint(cgids[zone], 10)
 		want = append(want, "cgroup_skb/egress cgroup="+id, "cgroup_skb/ingress cgroup="+id)
@@ -141,6 +142,29 @@ func TestLSM(t *testing.T) {
 		setA(p)
 		inA.expect(t, "ok", "open", file)
 		drainUntil(t, k, func(e Event) bool { return e.Zone == zoneA && e.Verdict == VerdictAudited && e.Ino == fileIno })
+	})
+
+	// The hook judges an io_uring request as the syscall and reports it;
+	// the io_uring observer's event for its completion is the same denial.
+	t.Run("file_open through io_uring", func(t *testing.T) {
+		p := isolated
+		p.FileDenies = []FileDeny{{Dev: fileDev, Ino: fileIno, Mask: FileOpen}}
+		setA(p)
+		inA.expect(t, "EACCES", "iouring-open", file)
+		host.expect(t, "ok", "iouring-open", file)
+		evs, err := k.DrainEvents(1000, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hooks []Hook
+		for _, e := range evs {
+			if e.Zone == zoneA && e.Control == ControlFile {
+				hooks = append(hooks, e.Hook)
+			}
+		}
+		if !slices.Equal(hooks, []Hook{HookLSMFileOpen}) {
+			t.Errorf("file events of zone A: %v, want only lsm/file_open's", hooks)
+		}
 	})
 
 	t.Run("bprm_check_security", func(t *testing.T) {

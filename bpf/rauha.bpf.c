@@ -10,6 +10,7 @@
 #include "common.bpf.h"
 #include "egress.bpf.h"
 #include "observer.bpf.h"
+#include "iouring.bpf.h"
 #include "lsm.bpf.h"
 #include "sigio.bpf.h"
 

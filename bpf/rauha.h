@@ -116,6 +116,7 @@ enum hook {
 	HOOK_LSM_PATH_SYMLINK,
 	HOOK_LSM_PATH_LINK,
 	HOOK_LSM_PATH_RENAME,
+	HOOK_IO_URING, /* a completion of an io_uring request; event.syscall: its IORING_OP_* */
 };
 
 enum verdict {
@@ -245,7 +246,8 @@ struct event {
 	__s32 target_pid; /* signal/ptrace target, as passed (observer) or its tgid (LSM) */
 	__u32 target_zone; /* signal/ptrace target's zone; egress/ingress: the peer's */
 	__s32 ret; /* error returned to the task (negative); 0 when allowed */
-	__u32 syscall; /* observer: the syscall number of the kernel's architecture */
+	__u32 syscall; /* observer: the syscall number of the kernel's architecture;
+			* HOOK_IO_URING: the request's IORING_OP_* opcode */
 	__u16 control;
 	__u16 hook;
 	__u8 verdict;
@@ -254,6 +256,8 @@ struct event {
 	__u8 addr[16]; /* egress: destination, ingress: source (4 bytes used for AF_INET) */
 	char comm[COMM_LEN];
 	char path[PATH_LEN]; /* observer open/exec: the path argument as passed;
+			      * HOOK_IO_URING: the path the request named (rename, link:
+			      * the old one in the first half, the new one in the second);
 			      * LSM file hooks: the name of a file denied by a directory above it */
 };
 

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "2109771da2afd7d243651796405a298dee14e36dbfa1cab0446ccf8fb05e3e53"
+const rauhaObjectSHA256 = "a4f9ce09e736a5cc7eabaceb5dd23a1d154f0840a85b022516febef9a13747c5"

@@ -156,7 +156,13 @@ const (
 	rauhaHookHOOK_LSM_PATH_SYMLINK        rauhaHook = 38
 	rauhaHookHOOK_LSM_PATH_LINK           rauhaHook = 39
 	rauhaHookHOOK_LSM_PATH_RENAME         rauhaHook = 40
+	rauhaHookHOOK_IO_URING                rauhaHook = 41
 )
+
+type rauhaIouringPath struct {
+	_    structs.HostLayout
+	Path [256]int8
+}
 
 type rauhaLearnAddr struct {
 	_      structs.HostLayout
@@ -322,83 +328,88 @@ type rauhaVerdictSlot struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	rauhaMapEgress4                = "egress4"
-	rauhaMapEgress6                = "egress6"
-	rauhaMapEgressDeny4            = "egress_deny4"
-	rauhaMapEgressDeny4Keys        = "egress_deny4_keys"
-	rauhaMapEgressDeny6            = "egress_deny6"
-	rauhaMapEgressDeny6Keys        = "egress_deny6_keys"
-	rauhaMapEvents                 = "events"
-	rauhaMapFileDeny               = "file_deny"
-	rauhaMapFileDenyNames          = "file_deny_names"
-	rauhaMapLearnActive            = "learn_active"
-	rauhaMapLearnMembers           = "learn_members"
-	rauhaMapLearnScratch           = "learn_scratch"
-	rauhaMapLearnSyscalls          = "learn_syscalls"
-	rauhaMapLearnTasks             = "learn_tasks"
-	rauhaMapLearned                = "learned"
-	rauhaMapMemberAddr             = "member_addr"
-	rauhaMapMemberNetns            = "member_netns"
-	rauhaMapNetGen                 = "net_gen"
-	rauhaMapSigioOwners            = "sigio_owners"
-	rauhaMapSkbEventLimit          = "skb_event_limit"
-	rauhaMapVerdictSlots           = "verdict_slots"
-	rauhaMapZoneAddr               = "zone_addr"
-	rauhaMapZoneByCgid             = "zone_by_cgid"
-	rauhaMapZoneCounters           = "zone_counters"
-	rauhaMapZonePeers              = "zone_peers"
-	rauhaMapZonePolicy             = "zone_policy"
-	rauhaMapZonesInUse             = "zones_in_use"
-	rauhaProgEgressConnect4        = "egress_connect4"
-	rauhaProgEgressConnect6        = "egress_connect6"
-	rauhaProgEgressSendmsg4        = "egress_sendmsg4"
-	rauhaProgEgressSendmsg6        = "egress_sendmsg6"
-	rauhaProgEgressSkb             = "egress_skb"
-	rauhaProgIngressSkb            = "ingress_skb"
-	rauhaProgLearnCapable          = "learn_capable"
-	rauhaProgLearnExec             = "learn_exec"
-	rauhaProgLearnExit             = "learn_exit"
-	rauhaProgLearnFork             = "learn_fork"
-	rauhaProgLearnSignal           = "learn_signal"
-	rauhaProgObserveSysExit        = "observe_sys_exit"
-	rauhaProgZoneBprmCheck         = "zone_bprm_check"
-	rauhaProgZoneCapable           = "zone_capable"
-	rauhaProgZoneFileFcntl         = "zone_file_fcntl"
-	rauhaProgZoneFileFree          = "zone_file_free"
-	rauhaProgZoneFileIoctlOwner    = "zone_file_ioctl_owner"
-	rauhaProgZoneFileMprotect      = "zone_file_mprotect"
-	rauhaProgZoneFileOpen          = "zone_file_open"
-	rauhaProgZoneFileSendSigiotask = "zone_file_send_sigiotask"
-	rauhaProgZoneFileSetFowner     = "zone_file_set_fowner"
-	rauhaProgZoneInodeLink         = "zone_inode_link"
-	rauhaProgZoneInodeRemoveAcl    = "zone_inode_remove_acl"
-	rauhaProgZoneInodeRemovexattr  = "zone_inode_removexattr"
-	rauhaProgZoneInodeRename       = "zone_inode_rename"
-	rauhaProgZoneInodeRmdir        = "zone_inode_rmdir"
-	rauhaProgZoneInodeSetAcl       = "zone_inode_set_acl"
-	rauhaProgZoneInodeSetattr      = "zone_inode_setattr"
-	rauhaProgZoneInodeSetxattr     = "zone_inode_setxattr"
-	rauhaProgZoneInodeUnlink       = "zone_inode_unlink"
-	rauhaProgZoneMmapFile          = "zone_mmap_file"
-	rauhaProgZonePathChmod         = "zone_path_chmod"
-	rauhaProgZonePathChown         = "zone_path_chown"
-	rauhaProgZonePathLink          = "zone_path_link"
-	rauhaProgZonePathMkdir         = "zone_path_mkdir"
-	rauhaProgZonePathMknod         = "zone_path_mknod"
-	rauhaProgZonePathRename        = "zone_path_rename"
-	rauhaProgZonePathRmdir         = "zone_path_rmdir"
-	rauhaProgZonePathSymlink       = "zone_path_symlink"
-	rauhaProgZonePathTruncate      = "zone_path_truncate"
-	rauhaProgZonePathUnlink        = "zone_path_unlink"
-	rauhaProgZonePtrace            = "zone_ptrace"
-	rauhaProgZoneSocketConnect     = "zone_socket_connect"
-	rauhaProgZoneSocketSendmsg     = "zone_socket_sendmsg"
-	rauhaProgZoneTaskKill          = "zone_task_kill"
-	rauhaProgZoneUnixMaySend       = "zone_unix_may_send"
-	rauhaProgZoneUnixStreamConnect = "zone_unix_stream_connect"
-	rauhaVarUnusedEnums            = "unused_enums"
-	rauhaVarUnusedEvent            = "unused_event"
-	rauhaVarUnusedLearnAddr        = "unused_learn_addr"
+	rauhaMapEgress4                    = "egress4"
+	rauhaMapEgress6                    = "egress6"
+	rauhaMapEgressDeny4                = "egress_deny4"
+	rauhaMapEgressDeny4Keys            = "egress_deny4_keys"
+	rauhaMapEgressDeny6                = "egress_deny6"
+	rauhaMapEgressDeny6Keys            = "egress_deny6_keys"
+	rauhaMapEvents                     = "events"
+	rauhaMapFileDeny                   = "file_deny"
+	rauhaMapFileDenyNames              = "file_deny_names"
+	rauhaMapIouringPaths               = "iouring_paths"
+	rauhaMapLearnActive                = "learn_active"
+	rauhaMapLearnMembers               = "learn_members"
+	rauhaMapLearnScratch               = "learn_scratch"
+	rauhaMapLearnSyscalls              = "learn_syscalls"
+	rauhaMapLearnTasks                 = "learn_tasks"
+	rauhaMapLearned                    = "learned"
+	rauhaMapMemberAddr                 = "member_addr"
+	rauhaMapMemberNetns                = "member_netns"
+	rauhaMapNetGen                     = "net_gen"
+	rauhaMapSigioOwners                = "sigio_owners"
+	rauhaMapSkbEventLimit              = "skb_event_limit"
+	rauhaMapVerdictSlots               = "verdict_slots"
+	rauhaMapZoneAddr                   = "zone_addr"
+	rauhaMapZoneByCgid                 = "zone_by_cgid"
+	rauhaMapZoneCounters               = "zone_counters"
+	rauhaMapZonePeers                  = "zone_peers"
+	rauhaMapZonePolicy                 = "zone_policy"
+	rauhaMapZonesInUse                 = "zones_in_use"
+	rauhaProgEgressConnect4            = "egress_connect4"
+	rauhaProgEgressConnect6            = "egress_connect6"
+	rauhaProgEgressSendmsg4            = "egress_sendmsg4"
+	rauhaProgEgressSendmsg6            = "egress_sendmsg6"
+	rauhaProgEgressSkb                 = "egress_skb"
+	rauhaProgIngressSkb                = "ingress_skb"
+	rauhaProgLearnCapable              = "learn_capable"
+	rauhaProgLearnExec                 = "learn_exec"
+	rauhaProgLearnExit                 = "learn_exit"
+	rauhaProgLearnFork                 = "learn_fork"
+	rauhaProgLearnSignal               = "learn_signal"
+	rauhaProgObserveIoUringComplete    = "observe_io_uring_complete"
+	rauhaProgObserveIoUringCompleteRes = "observe_io_uring_complete_res"
+	rauhaProgObserveIoUringSubmit      = "observe_io_uring_submit"
+	rauhaProgObserveIoUringSubmitSqe   = "observe_io_uring_submit_sqe"
+	rauhaProgObserveSysExit            = "observe_sys_exit"
+	rauhaProgZoneBprmCheck             = "zone_bprm_check"
+	rauhaProgZoneCapable               = "zone_capable"
+	rauhaProgZoneFileFcntl             = "zone_file_fcntl"
+	rauhaProgZoneFileFree              = "zone_file_free"
+	rauhaProgZoneFileIoctlOwner        = "zone_file_ioctl_owner"
+	rauhaProgZoneFileMprotect          = "zone_file_mprotect"
+	rauhaProgZoneFileOpen              = "zone_file_open"
+	rauhaProgZoneFileSendSigiotask     = "zone_file_send_sigiotask"
+	rauhaProgZoneFileSetFowner         = "zone_file_set_fowner"
+	rauhaProgZoneInodeLink             = "zone_inode_link"
+	rauhaProgZoneInodeRemoveAcl        = "zone_inode_remove_acl"
+	rauhaProgZoneInodeRemovexattr      = "zone_inode_removexattr"
+	rauhaProgZoneInodeRename           = "zone_inode_rename"
+	rauhaProgZoneInodeRmdir            = "zone_inode_rmdir"
+	rauhaProgZoneInodeSetAcl           = "zone_inode_set_acl"
+	rauhaProgZoneInodeSetattr          = "zone_inode_setattr"
+	rauhaProgZoneInodeSetxattr         = "zone_inode_setxattr"
+	rauhaProgZoneInodeUnlink           = "zone_inode_unlink"
+	rauhaProgZoneMmapFile              = "zone_mmap_file"
+	rauhaProgZonePathChmod             = "zone_path_chmod"
+	rauhaProgZonePathChown             = "zone_path_chown"
+	rauhaProgZonePathLink              = "zone_path_link"
+	rauhaProgZonePathMkdir             = "zone_path_mkdir"
+	rauhaProgZonePathMknod             = "zone_path_mknod"
+	rauhaProgZonePathRename            = "zone_path_rename"
+	rauhaProgZonePathRmdir             = "zone_path_rmdir"
+	rauhaProgZonePathSymlink           = "zone_path_symlink"
+	rauhaProgZonePathTruncate          = "zone_path_truncate"
+	rauhaProgZonePathUnlink            = "zone_path_unlink"
+	rauhaProgZonePtrace                = "zone_ptrace"
+	rauhaProgZoneSocketConnect         = "zone_socket_connect"
+	rauhaProgZoneSocketSendmsg         = "zone_socket_sendmsg"
+	rauhaProgZoneTaskKill              = "zone_task_kill"
+	rauhaProgZoneUnixMaySend           = "zone_unix_may_send"
+	rauhaProgZoneUnixStreamConnect     = "zone_unix_stream_connect"
+	rauhaVarUnusedEnums                = "unused_enums"
+	rauhaVarUnusedEvent                = "unused_event"
+	rauhaVarUnusedLearnAddr            = "unused_learn_addr"
 )
 
 // loadRauha returns the embedded CollectionSpec for rauha.
@@ -443,53 +454,57 @@ type rauhaSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type rauhaProgramSpecs struct {
-	EgressConnect4        *ebpf.ProgramSpec `ebpf:"egress_connect4"`
-	EgressConnect6        *ebpf.ProgramSpec `ebpf:"egress_connect6"`
-	EgressSendmsg4        *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
-	EgressSendmsg6        *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
-	EgressSkb             *ebpf.ProgramSpec `ebpf:"egress_skb"`
-	IngressSkb            *ebpf.ProgramSpec `ebpf:"ingress_skb"`
-	LearnCapable          *ebpf.ProgramSpec `ebpf:"learn_capable"`
-	LearnExec             *ebpf.ProgramSpec `ebpf:"learn_exec"`
-	LearnExit             *ebpf.ProgramSpec `ebpf:"learn_exit"`
-	LearnFork             *ebpf.ProgramSpec `ebpf:"learn_fork"`
-	LearnSignal           *ebpf.ProgramSpec `ebpf:"learn_signal"`
-	ObserveSysExit        *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
-	ZoneBprmCheck         *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
-	ZoneCapable           *ebpf.ProgramSpec `ebpf:"zone_capable"`
-	ZoneFileFcntl         *ebpf.ProgramSpec `ebpf:"zone_file_fcntl"`
-	ZoneFileFree          *ebpf.ProgramSpec `ebpf:"zone_file_free"`
-	ZoneFileIoctlOwner    *ebpf.ProgramSpec `ebpf:"zone_file_ioctl_owner"`
-	ZoneFileMprotect      *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
-	ZoneFileOpen          *ebpf.ProgramSpec `ebpf:"zone_file_open"`
-	ZoneFileSendSigiotask *ebpf.ProgramSpec `ebpf:"zone_file_send_sigiotask"`
-	ZoneFileSetFowner     *ebpf.ProgramSpec `ebpf:"zone_file_set_fowner"`
-	ZoneInodeLink         *ebpf.ProgramSpec `ebpf:"zone_inode_link"`
-	ZoneInodeRemoveAcl    *ebpf.ProgramSpec `ebpf:"zone_inode_remove_acl"`
-	ZoneInodeRemovexattr  *ebpf.ProgramSpec `ebpf:"zone_inode_removexattr"`
-	ZoneInodeRename       *ebpf.ProgramSpec `ebpf:"zone_inode_rename"`
-	ZoneInodeRmdir        *ebpf.ProgramSpec `ebpf:"zone_inode_rmdir"`
-	ZoneInodeSetAcl       *ebpf.ProgramSpec `ebpf:"zone_inode_set_acl"`
-	ZoneInodeSetattr      *ebpf.ProgramSpec `ebpf:"zone_inode_setattr"`
-	ZoneInodeSetxattr     *ebpf.ProgramSpec `ebpf:"zone_inode_setxattr"`
-	ZoneInodeUnlink       *ebpf.ProgramSpec `ebpf:"zone_inode_unlink"`
-	ZoneMmapFile          *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
-	ZonePathChmod         *ebpf.ProgramSpec `ebpf:"zone_path_chmod"`
-	ZonePathChown         *ebpf.ProgramSpec `ebpf:"zone_path_chown"`
-	ZonePathLink          *ebpf.ProgramSpec `ebpf:"zone_path_link"`
-	ZonePathMkdir         *ebpf.ProgramSpec `ebpf:"zone_path_mkdir"`
-	ZonePathMknod         *ebpf.ProgramSpec `ebpf:"zone_path_mknod"`
-	ZonePathRename        *ebpf.ProgramSpec `ebpf:"zone_path_rename"`
-	ZonePathRmdir         *ebpf.ProgramSpec `ebpf:"zone_path_rmdir"`
-	ZonePathSymlink       *ebpf.ProgramSpec `ebpf:"zone_path_symlink"`
-	ZonePathTruncate      *ebpf.ProgramSpec `ebpf:"zone_path_truncate"`
-	ZonePathUnlink        *ebpf.ProgramSpec `ebpf:"zone_path_unlink"`
-	ZonePtrace            *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
-	ZoneSocketConnect     *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
-	ZoneSocketSendmsg     *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
-	ZoneTaskKill          *ebpf.ProgramSpec `ebpf:"zone_task_kill"`
-	ZoneUnixMaySend       *ebpf.ProgramSpec `ebpf:"zone_unix_may_send"`
-	ZoneUnixStreamConnect *ebpf.ProgramSpec `ebpf:"zone_unix_stream_connect"`
+	EgressConnect4            *ebpf.ProgramSpec `ebpf:"egress_connect4"`
+	EgressConnect6            *ebpf.ProgramSpec `ebpf:"egress_connect6"`
+	EgressSendmsg4            *ebpf.ProgramSpec `ebpf:"egress_sendmsg4"`
+	EgressSendmsg6            *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
+	EgressSkb                 *ebpf.ProgramSpec `ebpf:"egress_skb"`
+	IngressSkb                *ebpf.ProgramSpec `ebpf:"ingress_skb"`
+	LearnCapable              *ebpf.ProgramSpec `ebpf:"learn_capable"`
+	LearnExec                 *ebpf.ProgramSpec `ebpf:"learn_exec"`
+	LearnExit                 *ebpf.ProgramSpec `ebpf:"learn_exit"`
+	LearnFork                 *ebpf.ProgramSpec `ebpf:"learn_fork"`
+	LearnSignal               *ebpf.ProgramSpec `ebpf:"learn_signal"`
+	ObserveIoUringComplete    *ebpf.ProgramSpec `ebpf:"observe_io_uring_complete"`
+	ObserveIoUringCompleteRes *ebpf.ProgramSpec `ebpf:"observe_io_uring_complete_res"`
+	ObserveIoUringSubmit      *ebpf.ProgramSpec `ebpf:"observe_io_uring_submit"`
+	ObserveIoUringSubmitSqe   *ebpf.ProgramSpec `ebpf:"observe_io_uring_submit_sqe"`
+	ObserveSysExit            *ebpf.ProgramSpec `ebpf:"observe_sys_exit"`
+	ZoneBprmCheck             *ebpf.ProgramSpec `ebpf:"zone_bprm_check"`
+	ZoneCapable               *ebpf.ProgramSpec `ebpf:"zone_capable"`
+	ZoneFileFcntl             *ebpf.ProgramSpec `ebpf:"zone_file_fcntl"`
+	ZoneFileFree              *ebpf.ProgramSpec `ebpf:"zone_file_free"`
+	ZoneFileIoctlOwner        *ebpf.ProgramSpec `ebpf:"zone_file_ioctl_owner"`
+	ZoneFileMprotect          *ebpf.ProgramSpec `ebpf:"zone_file_mprotect"`
+	ZoneFileOpen              *ebpf.ProgramSpec `ebpf:"zone_file_open"`
+	ZoneFileSendSigiotask     *ebpf.ProgramSpec `ebpf:"zone_file_send_sigiotask"`
+	ZoneFileSetFowner         *ebpf.ProgramSpec `ebpf:"zone_file_set_fowner"`
+	ZoneInodeLink             *ebpf.ProgramSpec `ebpf:"zone_inode_link"`
+	ZoneInodeRemoveAcl        *ebpf.ProgramSpec `ebpf:"zone_inode_remove_acl"`
+	ZoneInodeRemovexattr      *ebpf.ProgramSpec `ebpf:"zone_inode_removexattr"`
+	ZoneInodeRename           *ebpf.ProgramSpec `ebpf:"zone_inode_rename"`
+	ZoneInodeRmdir            *ebpf.ProgramSpec `ebpf:"zone_inode_rmdir"`
+	ZoneInodeSetAcl           *ebpf.ProgramSpec `ebpf:"zone_inode_set_acl"`
+	ZoneInodeSetattr          *ebpf.ProgramSpec `ebpf:"zone_inode_setattr"`
+	ZoneInodeSetxattr         *ebpf.ProgramSpec `ebpf:"zone_inode_setxattr"`
+	ZoneInodeUnlink           *ebpf.ProgramSpec `ebpf:"zone_inode_unlink"`
+	ZoneMmapFile              *ebpf.ProgramSpec `ebpf:"zone_mmap_file"`
+	ZonePathChmod             *ebpf.ProgramSpec `ebpf:"zone_path_chmod"`
+	ZonePathChown             *ebpf.ProgramSpec `ebpf:"zone_path_chown"`
+	ZonePathLink              *ebpf.ProgramSpec `ebpf:"zone_path_link"`
+	ZonePathMkdir             *ebpf.ProgramSpec `ebpf:"zone_path_mkdir"`
+	ZonePathMknod             *ebpf.ProgramSpec `ebpf:"zone_path_mknod"`
+	ZonePathRename            *ebpf.ProgramSpec `ebpf:"zone_path_rename"`
+	ZonePathRmdir             *ebpf.ProgramSpec `ebpf:"zone_path_rmdir"`
+	ZonePathSymlink           *ebpf.ProgramSpec `ebpf:"zone_path_symlink"`
+	ZonePathTruncate          *ebpf.ProgramSpec `ebpf:"zone_path_truncate"`
+	ZonePathUnlink            *ebpf.ProgramSpec `ebpf:"zone_path_unlink"`
+	ZonePtrace                *ebpf.ProgramSpec `ebpf:"zone_ptrace"`
+	ZoneSocketConnect         *ebpf.ProgramSpec `ebpf:"zone_socket_connect"`
+	ZoneSocketSendmsg         *ebpf.ProgramSpec `ebpf:"zone_socket_sendmsg"`
+	ZoneTaskKill              *ebpf.ProgramSpec `ebpf:"zone_task_kill"`
+	ZoneUnixMaySend           *ebpf.ProgramSpec `ebpf:"zone_unix_may_send"`
+	ZoneUnixStreamConnect     *ebpf.ProgramSpec `ebpf:"zone_unix_stream_connect"`
 }
 
 // rauhaMapSpecs contains maps before they are loaded into the kernel.
@@ -505,6 +520,7 @@ type rauhaMapSpecs struct {
 	Events          *ebpf.MapSpec `ebpf:"events"`
 	FileDeny        *ebpf.MapSpec `ebpf:"file_deny"`
 	FileDenyNames   *ebpf.MapSpec `ebpf:"file_deny_names"`
+	IouringPaths    *ebpf.MapSpec `ebpf:"iouring_paths"`
 	LearnActive     *ebpf.MapSpec `ebpf:"learn_active"`
 	LearnMembers    *ebpf.MapSpec `ebpf:"learn_members"`
 	LearnScratch    *ebpf.MapSpec `ebpf:"learn_scratch"`
@@ -563,6 +579,7 @@ type rauhaMaps struct {
 	Events          *ebpf.Map `ebpf:"events"`
 	FileDeny        *ebpf.Map `ebpf:"file_deny"`
 	FileDenyNames   *ebpf.Map `ebpf:"file_deny_names"`
+	IouringPaths    *ebpf.Map `ebpf:"iouring_paths"`
 	LearnActive     *ebpf.Map `ebpf:"learn_active"`
 	LearnMembers    *ebpf.Map `ebpf:"learn_members"`
 	LearnScratch    *ebpf.Map `ebpf:"learn_scratch"`
@@ -594,6 +611,7 @@ func (m *rauhaMaps) Close() error {
 		m.Events,
 		m.FileDeny,
 		m.FileDenyNames,
+		m.IouringPaths,
 		m.LearnActive,
 		m.LearnMembers,
 		m.LearnScratch,
@@ -628,53 +646,57 @@ type rauhaVariables struct {
 //
 // It can be passed to loadRauhaObjects or ebpf.CollectionSpec.LoadAndAssign.
 type rauhaPrograms struct {
-	EgressConnect4        *ebpf.Program `ebpf:"egress_connect4"`
-	EgressConnect6        *ebpf.Program `ebpf:"egress_connect6"`
-	EgressSendmsg4        *ebpf.Program `ebpf:"egress_sendmsg4"`
-	EgressSendmsg6        *ebpf.Program `ebpf:"egress_sendmsg6"`
-	EgressSkb             *ebpf.Program `ebpf:"egress_skb"`
-	IngressSkb            *ebpf.Program `ebpf:"ingress_skb"`
-	LearnCapable          *ebpf.Program `ebpf:"learn_capable"`
-	LearnExec             *ebpf.Program `ebpf:"learn_exec"`
-	LearnExit             *ebpf.Program `ebpf:"learn_exit"`
-	LearnFork             *ebpf.Program `ebpf:"learn_fork"`
-	LearnSignal           *ebpf.Program `ebpf:"learn_signal"`
-	ObserveSysExit        *ebpf.Program `ebpf:"observe_sys_exit"`
-	ZoneBprmCheck         *ebpf.Program `ebpf:"zone_bprm_check"`
-	ZoneCapable           *ebpf.Program `ebpf:"zone_capable"`
-	ZoneFileFcntl         *ebpf.Program `ebpf:"zone_file_fcntl"`
-	ZoneFileFree          *ebpf.Program `ebpf:"zone_file_free"`
-	ZoneFileIoctlOwner    *ebpf.Program `ebpf:"zone_file_ioctl_owner"`
-	ZoneFileMprotect      *ebpf.Program `ebpf:"zone_file_mprotect"`
-	ZoneFileOpen          *ebpf.Program `ebpf:"zone_file_open"`
-	ZoneFileSendSigiotask *ebpf.Program `ebpf:"zone_file_send_sigiotask"`
-	ZoneFileSetFowner     *ebpf.Program `ebpf:"zone_file_set_fowner"`
-	ZoneInodeLink         *ebpf.Program `ebpf:"zone_inode_link"`
-	ZoneInodeRemoveAcl    *ebpf.Program `ebpf:"zone_inode_remove_acl"`
-	ZoneInodeRemovexattr  *ebpf.Program `ebpf:"zone_inode_removexattr"`
-	ZoneInodeRename       *ebpf.Program `ebpf:"zone_inode_rename"`
-	ZoneInodeRmdir        *ebpf.Program `ebpf:"zone_inode_rmdir"`
-	ZoneInodeSetAcl       *ebpf.Program `ebpf:"zone_inode_set_acl"`
-	ZoneInodeSetattr      *ebpf.Program `ebpf:"zone_inode_setattr"`
-	ZoneInodeSetxattr     *ebpf.Program `ebpf:"zone_inode_setxattr"`
-	ZoneInodeUnlink       *ebpf.Program `ebpf:"zone_inode_unlink"`
-	ZoneMmapFile          *ebpf.Program `ebpf:"zone_mmap_file"`
-	ZonePathChmod         *ebpf.Program `ebpf:"zone_path_chmod"`
-	ZonePathChown         *ebpf.Program `ebpf:"zone_path_chown"`
-	ZonePathLink          *ebpf.Program `ebpf:"zone_path_link"`
-	ZonePathMkdir         *ebpf.Program `ebpf:"zone_path_mkdir"`
-	ZonePathMknod         *ebpf.Program `ebpf:"zone_path_mknod"`
-	ZonePathRename        *ebpf.Program `ebpf:"zone_path_rename"`
-	ZonePathRmdir         *ebpf.Program `ebpf:"zone_path_rmdir"`
-	ZonePathSymlink       *ebpf.Program `ebpf:"zone_path_symlink"`
-	ZonePathTruncate      *ebpf.Program `ebpf:"zone_path_truncate"`
-	ZonePathUnlink        *ebpf.Program `ebpf:"zone_path_unlink"`
-	ZonePtrace            *ebpf.Program `ebpf:"zone_ptrace"`
-	ZoneSocketConnect     *ebpf.Program `ebpf:"zone_socket_connect"`
-	ZoneSocketSendmsg     *ebpf.Program `ebpf:"zone_socket_sendmsg"`
-	ZoneTaskKill          *ebpf.Program `ebpf:"zone_task_kill"`
-	ZoneUnixMaySend       *ebpf.Program `ebpf:"zone_unix_may_send"`
-	ZoneUnixStreamConnect *ebpf.Program `ebpf:"zone_unix_stream_connect"`
+	EgressConnect4            *ebpf.Program `ebpf:"egress_connect4"`
+	EgressConnect6            *ebpf.Program `ebpf:"egress_connect6"`
+	EgressSendmsg4            *ebpf.Program `ebpf:"egress_sendmsg4"`
+	EgressSendmsg6            *ebpf.Program `ebpf:"egress_sendmsg6"`
+	EgressSkb                 *ebpf.Program `ebpf:"egress_skb"`
+	IngressSkb                *ebpf.Program `ebpf:"ingress_skb"`
+	LearnCapable              *ebpf.Program `ebpf:"learn_capable"`
+	LearnExec                 *ebpf.Program `ebpf:"learn_exec"`
+	LearnExit                 *ebpf.Program `ebpf:"learn_exit"`
+	LearnFork                 *ebpf.Program `ebpf:"learn_fork"`
+	LearnSignal               *ebpf.Program `ebpf:"learn_signal"`
+	ObserveIoUringComplete    *ebpf.Program `ebpf:"observe_io_uring_complete"`
+	ObserveIoUringCompleteRes *ebpf.Program `ebpf:"observe_io_uring_complete_res"`
+	ObserveIoUringSubmit      *ebpf.Program `ebpf:"observe_io_uring_submit"`
+	ObserveIoUringSubmitSqe   *ebpf.Program `ebpf:"observe_io_uring_submit_sqe"`
+	ObserveSysExit            *ebpf.Program `ebpf:"observe_sys_exit"`
+	ZoneBprmCheck             *ebpf.Program `ebpf:"zone_bprm_check"`
+	ZoneCapable               *ebpf.Program `ebpf:"zone_capable"`
+	ZoneFileFcntl             *ebpf.Program `ebpf:"zone_file_fcntl"`
+	ZoneFileFree              *ebpf.Program `ebpf:"zone_file_free"`
+	ZoneFileIoctlOwner        *ebpf.Program `ebpf:"zone_file_ioctl_owner"`
+	ZoneFileMprotect          *ebpf.Program `ebpf:"zone_file_mprotect"`
+	ZoneFileOpen              *ebpf.Program `ebpf:"zone_file_open"`
+	ZoneFileSendSigiotask     *ebpf.Program `ebpf:"zone_file_send_sigiotask"`
+	ZoneFileSetFowner         *ebpf.Program `ebpf:"zone_file_set_fowner"`
+	ZoneInodeLink             *ebpf.Program `ebpf:"zone_inode_link"`
+	ZoneInodeRemoveAcl        *ebpf.Program `ebpf:"zone_inode_remove_acl"`
+	ZoneInodeRemovexattr      *ebpf.Program `ebpf:"zone_inode_removexattr"`
+	ZoneInodeRename           *ebpf.Program `ebpf:"zone_inode_rename"`
+	ZoneInodeRmdir            *ebpf.Program `ebpf:"zone_inode_rmdir"`
+	ZoneInodeSetAcl           *ebpf.Program `ebpf:"zone_inode_set_acl"`
+	ZoneInodeSetattr          *ebpf.Program `ebpf:"zone_inode_setattr"`
+	ZoneInodeSetxattr         *ebpf.Program `ebpf:"zone_inode_setxattr"`
+	ZoneInodeUnlink           *ebpf.Program `ebpf:"zone_inode_unlink"`
+	ZoneMmapFile              *ebpf.Program `ebpf:"zone_mmap_file"`
+	ZonePathChmod             *ebpf.Program `ebpf:"zone_path_chmod"`
+	ZonePathChown             *ebpf.Program `ebpf:"zone_path_chown"`
+	ZonePathLink              *ebpf.Program `ebpf:"zone_path_link"`
+	ZonePathMkdir             *ebpf.Program `ebpf:"zone_path_mkdir"`
+	ZonePathMknod             *ebpf.Program `ebpf:"zone_path_mknod"`
+	ZonePathRename            *ebpf.Program `ebpf:"zone_path_rename"`
+	ZonePathRmdir             *ebpf.Program `ebpf:"zone_path_rmdir"`
+	ZonePathSymlink           *ebpf.Program `ebpf:"zone_path_symlink"`
+	ZonePathTruncate          *ebpf.Program `ebpf:"zone_path_truncate"`
+	ZonePathUnlink            *ebpf.Program `ebpf:"zone_path_unlink"`
+	ZonePtrace                *ebpf.Program `ebpf:"zone_ptrace"`
+	ZoneSocketConnect         *ebpf.Program `ebpf:"zone_socket_connect"`
+	ZoneSocketSendmsg         *ebpf.Program `ebpf:"zone_socket_sendmsg"`
+	ZoneTaskKill              *ebpf.Program `ebpf:"zone_task_kill"`
+	ZoneUnixMaySend           *ebpf.Program `ebpf:"zone_unix_may_send"`
+	ZoneUnixStreamConnect     *ebpf.Program `ebpf:"zone_unix_stream_connect"`
 }
 
 func (p *rauhaPrograms) Close() error {
@@ -690,6 +712,10 @@ func (p *rauhaPrograms) Close() error {
 		p.LearnExit,
 		p.LearnFork,
 		p.LearnSignal,
+		p.ObserveIoUringComplete,
+		p.ObserveIoUringCompleteRes,
+		p.ObserveIoUringSubmit,
+		p.ObserveIoUringSubmitSqe,
 		p.ObserveSysExit,
 		p.ZoneBprmCheck,
 		p.ZoneCapable,

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "3c5764a0dbd2d8ad49896f06d105e8f956f4c4ff72d661ec7b7a22e017683ced"
+const rauhaObjectSHA256 = "c06349b06ae038a6ceb443a6e4c36a5590d8b455873800a6d6b641b616554c9a"

@@ -263,11 +263,34 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 			ze.Object = pathlessSyscalls[ev.Syscall] // an fd or a handle: no path to show
 		}
 	}
+	if ev.Hook == bpf.HookIoUring {
+		// A request's completion: "io_uring openat /etc/shadow".
+		out.Op = "io_uring " + cmp.Or(ioUringOps[ev.IoUringOp], "op "+strconv.Itoa(int(ev.IoUringOp)))
+		if ze.Object == "" {
+			ze.Object = "(path not known)"
+		}
+	}
 	if ev.Errno != 0 {
 		out.Outcome = " (" + ev.Errno.Error() + ")"
 	}
 	out.Event = ze
 	return out
+}
+
+// ioUringOps name the io_uring requests whose denials the kernel reports
+// (IORING_OP_*, bpf/iouring.bpf.h).
+var ioUringOps = map[uint8]string{
+	16: "connect",
+	18: "openat",
+	28: "openat2",
+	35: "renameat",
+	36: "unlinkat",
+	37: "mkdirat",
+	38: "symlinkat",
+	39: "linkat",
+	41: "fsetxattr",
+	42: "setxattr",
+	55: "ftruncate",
 }
 
 // fileHookOps names what the bpf-lsm file hooks beyond open and exec

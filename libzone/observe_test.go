@@ -1,7 +1,9 @@
 package libzone
 
 import (
+	"net/netip"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,6 +119,27 @@ func TestSignalObject(t *testing.T) {
 	} {
 		if got := signalObject(tc.ev); got != tc.want {
 			t.Errorf("signalObject(%+v) = %q, want %q", tc.ev, got, tc.want)
+		}
+	}
+}
+
+// An io_uring request's denial names the request and the path it named.
+func TestIoUringEventObject(t *testing.T) {
+	names := &eventNames{zones: zoneIDs{}}
+	ke := &kernelEnforcer{k: &bpf.Kernel{}}
+	for _, tc := range []struct {
+		ev   bpf.Event
+		want string
+	}{
+		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 18, Path: "/etc/shadow", Errno: syscall.EACCES}, "io_uring openat /etc/shadow (permission denied)"},
+		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 35, Path: "/a -> /b", Errno: syscall.EROFS}, "io_uring renameat /a -> /b (read-only file system)"},
+		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 36, Errno: syscall.EROFS}, "io_uring unlinkat (path not known) (read-only file system)"},
+		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 99, Path: "/x", Errno: syscall.EPERM}, "io_uring op 99 /x (operation not permitted)"},
+		{bpf.Event{Control: bpf.ControlEgress, IoUringOp: 16, Addr: netip.MustParseAddrPort("10.0.0.1:80"), Errno: syscall.EACCES}, "io_uring connect 10.0.0.1:80 (permission denied)"},
+	} {
+		tc.ev.Hook = bpf.HookIoUring
+		if got := names.event(ke.kernelEvent(tc.ev)).Object; got != tc.want {
+			t.Errorf("object = %q, want %q", got, tc.want)
 		}
 	}
 }

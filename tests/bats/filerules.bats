@@ -395,3 +395,58 @@ late_bundle() {
 		any(.checks[]; .name == "container c1: denied paths" and (.passed | not) and (.detail | test("/data/a/b/late: no mount")))' <<<"$stdout" >/dev/null ||
 		fail "verify: $stdout"
 }
+
+@test "io_uring requests on deny and read_only paths: denied in their completion, and reported" {
+	attack_bundle r
+	attack_bundle z
+	for b in r z; do
+		cp "$(build_helper iouring)" "$(bundle_dir $b)/rootfs/bin/iouring"
+	done
+	in_zone z ring "$(guarded ring)"
+	runc_run plain r
+	hr=$(bundle_dir r)/rootfs
+
+	# Plain runc: the requests read the secret, write and remove the files.
+	in_ct runc_rt plain iouring open /etc/shadow
+	assert_success
+	assert_match "$stdout" $'^res [0-9]+\nsecret$'
+	in_ct runc_rt plain iouring open /srv/ro/file write
+	assert_success
+	assert_match "$stdout" '^res [0-9]+$'
+	assert_eq "$(cat "$hr/srv/ro/file")" $'keep\npwned'
+	in_ct runc_rt plain iouring unlink /srv/ro/file
+	assert_success
+	assert_eq "$stdout" "res 0"
+	[[ ! -e $hr/srv/ro/file ]] || fail "plain runc: unlinkat left the file"
+
+	# The zone: each completion carries the syscall's errno.
+	run_ct zoned z
+	hz=$(bundle_dir z)/rootfs
+	rexec zoned iouring open /etc/shadow
+	assert_success
+	assert_eq "$stdout" "res -13" # EACCES
+	rexec zoned iouring open /srv/ro/file write
+	assert_success
+	assert_eq "$stdout" "res -30" # EROFS
+	rexec zoned iouring unlink /srv/ro/file
+	assert_success
+	assert_eq "$stdout" "res -30"
+	assert_eq "$(cat "$hz/srv/ro/file")" keep
+	# What the rules allow still works through io_uring.
+	rexec zoned iouring open /srv/ro/file
+	assert_success
+	assert_match "$stdout" $'^res [0-9]+\nkeep$'
+
+	# No syscall failed: only the completions' observer reports these. A
+	# request that blocks runs in an io-wq worker thread of the process
+	# (unlinkat does): its comm is "iou-wrk-<tid>".
+	ours='(.comm | test("^(iouring|iou-wrk-[0-9]+)$"))'
+	wait_event ring ".control == \"file\" and .object == \"io_uring openat /etc/shadow (permission denied)\" and $ours" >/dev/null
+	wait_event ring ".control == \"file\" and .object == \"io_uring openat /srv/ro/file (read-only file system)\" and $ours" >/dev/null
+	wait_event ring ".control == \"file\" and .object == \"io_uring unlinkat /srv/ro/file (read-only file system)\" and $ours" >/dev/null
+
+	check_passed ring "container zoned: read-only paths"
+	check_passed ring "container zoned: denied paths"
+	rrun rt zone verify ring
+	assert_success
+}
