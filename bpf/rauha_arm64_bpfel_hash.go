@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "2109771da2afd7d243651796405a298dee14e36dbfa1cab0446ccf8fb05e3e53"
+const rauhaObjectSHA256 = "814c4d846391c2ccc82e4efc0184c9535eaef5d98084567c9c59ac16e01ddd66"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "3c5764a0dbd2d8ad49896f06d105e8f956f4c4ff72d661ec7b7a22e017683ced"
+const rauhaObjectSHA256 = "18b73eb8c9a60aa8d2c54138623f78f3957beac69274e3a3a9160e0c58cbfd56"

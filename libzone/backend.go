@@ -254,6 +254,10 @@ func (ke *kernelEnforcer) kernelPolicy(z *ResolvedZone) (bpf.ZonePolicy, error) 
 		kp.ZonesRestricted = true
 		kp.NetPeers = slices.Clone(z.NetPeers)
 	}
+	// The fallback's mounts for deny and read_only paths (fileguard.go)
+	// deny some changes with EXDEV, EBUSY or ENOENT: the observer reports
+	// those for this zone, and the engine keeps the ones on its paths.
+	kp.FileMounts = !ke.k.LSM() && len(p.Filesystem.Deny)+len(p.Filesystem.ReadOnly) > 0
 	return kp, nil
 }
 
