@@ -274,50 +274,43 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 		} else {
 			ze.Object = capabilityName(ev.Arg)
 		}
-	case bpf.ControlFile:
-		if ev.Op == 0 {
-			fileObject(ev, &ze, &out)
+	default:
+		if ev.Op != 0 {
+			// An error the fallback's mounts give: the engine keeps it
+			// when a path it names is the zone's, and names it by that.
+			out.Op = ev.Op.String()
+			out.RulePaths = []string{ev.Path}
+			if ev.NewPath != "" {
+				out.RulePaths = append(out.RulePaths, ev.NewPath)
+			}
 			break
 		}
-		// The path, and the operation, of an error the fallback's
-		// mounts give: the engine keeps it when a path is the zone's.
-		out.Op = ev.Op.String()
-		out.RulePaths = []string{ev.Path}
-		if ev.NewPath != "" {
-			out.RulePaths = append(out.RulePaths, ev.NewPath)
+		ze.Object = ev.Path
+		if ev.Control == bpf.ControlExec && ev.Verdict == bpf.VerdictObserved {
+			ze.Object = execRouteObject(ev)
 		}
-	default:
-		fileObject(ev, &ze, &out)
+		if ev.Hook != bpf.HookSysExit && ev.Path != "" && ev.Ino != 0 {
+			// An LSM hook denied a file below a listed directory: the
+			// inode is the directory's, the path the file's name.
+			out.Inode = inodeKey(ev.Dev, ev.Ino)
+			out.Below = ev.Path
+		}
+		if ze.Object == "" && ev.Ino != 0 {
+			// The bpf-lsm hooks know the inode alone: the engine names
+			// it by the policy path that denied it.
+			out.Inode = inodeKey(ev.Dev, ev.Ino)
+			ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
+		}
+		out.Op = fileHookOps[ev.Hook]
+		if ze.Object == "" {
+			ze.Object = pathlessSyscalls[ev.Syscall] // an fd or a handle: no path to show
+		}
 	}
 	if ev.Errno != 0 {
 		out.Outcome = " (" + ev.Errno.Error() + ")"
 	}
 	out.Event = ze
 	return out
-}
-
-// fileObject names the object of a file or exec event.
-func fileObject(ev bpf.Event, ze *zone.Event, out *KernelEvent) {
-	ze.Object = ev.Path
-	if ev.Control == bpf.ControlExec && ev.Verdict == bpf.VerdictObserved {
-		ze.Object = execRouteObject(ev)
-	}
-	if ev.Hook != bpf.HookSysExit && ev.Path != "" && ev.Ino != 0 {
-		// An LSM hook denied a file below a listed directory: the
-		// inode is the directory's, the path the file's name.
-		out.Inode = inodeKey(ev.Dev, ev.Ino)
-		out.Below = ev.Path
-	}
-	if ze.Object == "" && ev.Ino != 0 {
-		// The bpf-lsm hooks know the inode alone: the engine names
-		// it by the policy path that denied it.
-		out.Inode = inodeKey(ev.Dev, ev.Ino)
-		ze.Object = fmt.Sprintf("inode %d on device %d", ev.Ino, ev.Dev)
-	}
-	out.Op = fileHookOps[ev.Hook]
-	if ze.Object == "" {
-		ze.Object = pathlessSyscalls[ev.Syscall] // an fd or a handle: no path to show
-	}
 }
 
 // fileHookOps names what the bpf-lsm file hooks beyond open and exec
