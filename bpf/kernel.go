@@ -196,7 +196,15 @@ type Kernel struct {
 	pinDir string
 	lsm    bool
 	maps   rauhaMaps
+	// upgraded: this Open replaced the programs of another BPF object.
+	upgraded bool
 }
+
+// Upgraded reports whether Open replaced programs pinned by a rauha built
+// from another BPF object (upgrade.go). The zones' policies in the maps
+// are that rauha's: it may have encoded them otherwise (a policy flag this
+// object reads and that one never set), so the caller pushes them again.
+func (k *Kernel) Upgraded() bool { return k.upgraded }
 
 // Open installs the programs of one backend (lsm: bpf-lsm, else the
 // fallback) and the shared maps under pinDir, or reuses what is already
@@ -376,6 +384,7 @@ func open(pinDir, root string, lsm bool, obj object) (_ *Kernel, err error) {
 	if err := record(pinDir, root, obj.hash); err != nil {
 		return nil, err
 	}
+	kern.upgraded = len(replaced) > 0
 	return kern, nil
 }
 
