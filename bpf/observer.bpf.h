@@ -627,14 +627,17 @@ static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 }
 
 /*
- * observe_path_at writes the path at upath (user memory) into out (size
- * bytes), absolute: a relative path is resolved against dirfd (AT_FDCWD:
+ * observe_path writes the path at upath (user memory) into learn_scratch's
+ * object, absolute: a relative path is resolved against dirfd (AT_FDCWD:
  * the working directory) as learn_user_path_at resolves it, from the
- * task's root. It leaves out empty when it cannot say which path it is: a
- * relative path whose directory has no path here (learn_path_of), or a
- * path that does not fit (a truncated path could name another file).
+ * task's root. It returns the path's length, or 0 when it cannot say which
+ * path it is: a relative path whose directory has no path here
+ * (learn_path_of), or a path that does not fit (a truncated path could
+ * name another file). A global function: the verifier checks it once, not
+ * at each of its calls, which keeps the observer within what older
+ * verifiers (Linux 6.1) accept.
  */
-static __always_inline void observe_path_at(int dirfd, const char *upath, char *out, __u32 size)
+__noinline int observe_path(int dirfd, unsigned long upath)
 {
 	__u32 zero = 0;
 	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
@@ -643,12 +646,11 @@ static __always_inline void observe_path_at(int dirfd, const char *upath, char *
 	char c = 0;
 	long r;
 
-	if (!s || !upath || bpf_probe_read_user(&c, 1, upath) || c == 0)
-		return;
+	if (!s || !upath || bpf_probe_read_user(&c, 1, (void *)upath) || c == 0)
+		return 0;
 	if (c == '/') {
-		if (bpf_probe_read_user_str(out, size, upath) >= size)
-			out[0] = 0;
-		return;
+		r = bpf_probe_read_user_str(s->object, LEARN_OBJECT_LEN, (void *)upath);
+		return r > 1 && r < LEARN_OBJECT_LEN ? r - 1 : 0;
 	}
 	if (dirfd == AT_FDCWD) {
 		struct task_struct *task = bpf_get_current_task_btf();
@@ -657,20 +659,31 @@ static __always_inline void observe_path_at(int dirfd, const char *upath, char *
 	} else {
 		struct file *f = fd_file(dirfd);
 		if (!f)
-			return;
+			return 0;
 		d = BPF_CORE_READ(f, f_path.dentry);
 		mnt = BPF_CORE_READ(f, f_path.mnt);
 	}
 	int off = learn_path_of(d, mnt, s->object);
 	if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
-		return;
+		return 0;
 	s->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
 	off++;
-	r = bpf_probe_read_user_str(s->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, upath);
+	r = bpf_probe_read_user_str(s->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, (void *)upath);
 	if (r <= 1 || r >= LEARN_OBJECT_LEN / 2)
-		return;
-	if (bpf_probe_read_kernel_str(out, size, s->object) >= size)
-		out[0] = 0;
+		return 0;
+	return off + r - 1;
+}
+
+/* observe_path_at writes observe_path's path into out (size bytes), and
+ * nothing when there is none or it does not fit. */
+static __always_inline void observe_path_at(int dirfd, unsigned long upath, char *out, __u32 size)
+{
+	__u32 zero = 0;
+	int n = observe_path(dirfd, upath);
+	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
+
+	if (s && n > 0 && n < size)
+		bpf_probe_read_kernel_str(out, size, s->object);
 }
 
 /*
@@ -700,31 +713,31 @@ static __noinline void observe_mount_error(struct pt_regs *regs, long nr, long r
 #ifdef NR_link
 	case NR_link:
 	case NR_rename:
-		observe_path_at(AT_FDCWD, (void *)a[0], e->path, PATH_LEN / 2);
-		observe_path_at(AT_FDCWD, (void *)a[1], e->path + PATH_LEN / 2, PATH_LEN / 2);
+		observe_path_at(AT_FDCWD, a[0], e->path, PATH_LEN / 2);
+		observe_path_at(AT_FDCWD, a[1], e->path + PATH_LEN / 2, PATH_LEN / 2);
 		break;
 	case NR_unlink:
 	case NR_rmdir:
-		observe_path_at(AT_FDCWD, (void *)a[0], e->path, PATH_LEN);
+		observe_path_at(AT_FDCWD, a[0], e->path, PATH_LEN);
 		break;
 #endif
 	case NR_linkat:
 	case NR_renameat:
 	case NR_renameat2:
-		observe_path_at((int)a[0], (void *)a[1], e->path, PATH_LEN / 2);
-		observe_path_at((int)a[2], (void *)syscall_arg4(regs), e->path + PATH_LEN / 2, PATH_LEN / 2);
+		observe_path_at((int)a[0], a[1], e->path, PATH_LEN / 2);
+		observe_path_at((int)a[2], syscall_arg4(regs), e->path + PATH_LEN / 2, PATH_LEN / 2);
 		break;
 	case NR_unlinkat:
 		if (a[2] & AT_REMOVEDIR)
 			e->arg = FILE_OP_RMDIR;
-		observe_path_at((int)a[0], (void *)a[1], e->path, PATH_LEN);
+		observe_path_at((int)a[0], a[1], e->path, PATH_LEN);
 		break;
 	case NR_connect: {
 		/* struct sockaddr_un: the family, then the path (an abstract
 		 * name starts with a NUL: no path, and no mount in the way). */
 		__u16 family = 0;
 		if (a[2] > 2 && bpf_probe_read_user(&family, sizeof(family), (void *)a[1]) == 0 && family == AF_UNIX)
-			observe_path_at(AT_FDCWD, (void *)a[1] + 2, e->path, PATH_LEN);
+			observe_path_at(AT_FDCWD, a[1] + 2, e->path, PATH_LEN);
 		break;
 	}
 	}

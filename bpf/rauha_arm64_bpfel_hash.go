@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "814c4d846391c2ccc82e4efc0184c9535eaef5d98084567c9c59ac16e01ddd66"
+const rauhaObjectSHA256 = "09e4a777f67d6057641f185bf46b515bbe3a45714d3f5b79904512969a959584"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "18b73eb8c9a60aa8d2c54138623f78f3957beac69274e3a3a9160e0c58cbfd56"
+const rauhaObjectSHA256 = "c1c6f8255c83f7a780d2385353ac98f77e10f0040a8463e87ffda76b1f65817b"
