@@ -125,6 +125,35 @@ func (h Hook) String() string {
 	return fmt.Sprintf("hook(%d)", uint16(h))
 }
 
+// FileOp is what a task tried when the observer reports an error the
+// fallback's mounts give for file rules (EXDEV, EBUSY, ENOENT).
+type FileOp uint8
+
+const (
+	FileOpLink        = FileOp(rauhaFileOpFILE_OP_LINK)
+	FileOpRename      = FileOp(rauhaFileOpFILE_OP_RENAME)
+	FileOpUnlink      = FileOp(rauhaFileOpFILE_OP_UNLINK)
+	FileOpRmdir       = FileOp(rauhaFileOpFILE_OP_RMDIR)
+	FileOpUnixConnect = FileOp(rauhaFileOpFILE_OP_UNIX_CONNECT)
+)
+
+// String names the operation as the bpf-lsm file hooks' events do.
+func (o FileOp) String() string {
+	switch o {
+	case FileOpLink:
+		return "link"
+	case FileOpRename:
+		return "rename"
+	case FileOpUnlink:
+		return "unlink"
+	case FileOpRmdir:
+		return "rmdir"
+	case FileOpUnixConnect:
+		return "unix connect"
+	}
+	return fmt.Sprintf("file op %d", uint8(o))
+}
+
 // Verdict says what happened to the operation an event reports.
 type Verdict uint8
 
@@ -181,6 +210,12 @@ type Event struct {
 	// HookIoUring: the request's IORING_OP_* opcode. Path is the path it
 	// named; a rename's or link's "OLD -> NEW".
 	IoUringOp uint8
+	// Op: an observed file error the fallback's mounts give (0: another
+	// event). Path is then absolute, or empty when the observer could not
+	// resolve it; for FileOpLink and FileOpRename Path is the old name and
+	// NewPath the new one.
+	Op      FileOp
+	NewPath string
 }
 
 // DrainEvents returns up to max events already in the ring buffer, oldest
@@ -314,8 +349,15 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 	}
 	switch e.Control {
 	case ControlFile, ControlExec:
-		if e.Verdict != VerdictObserved {
+		switch {
+		case e.Verdict != VerdictObserved:
 			e.Dev, e.Ino, e.Arg = userDev(uint32(r.Dev)), r.Arg, 0
+		case e.Control == ControlFile && r.Arg != 0:
+			e.Op, e.Arg = FileOp(r.Arg), 0
+			if e.Op == FileOpLink || e.Op == FileOpRename {
+				half := len(r.Path) / 2
+				e.Path, e.NewPath = cString(r.Path[:half]), cString(r.Path[half:])
+			}
 		}
 	case ControlEgress, ControlIngress:
 		switch r.Family {

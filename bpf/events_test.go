@@ -41,3 +41,36 @@ func TestLSMDenialsDropsTheObserverTwin(t *testing.T) {
 		}
 	}
 }
+
+// An observed error of the fallback's mounts carries its operation in arg;
+// a link or rename holds the old name in the first half of the path and
+// the new one in the second.
+func TestDecodeFileOp(t *testing.T) {
+	raw := func(op FileOp, paths ...string) *rauhaEvent {
+		r := &rauhaEvent{Control: uint16(ControlFile), Hook: uint16(HookSysExit), Verdict: uint8(VerdictObserved), Ret: -16, Arg: uint64(op)}
+		for i, p := range paths {
+			for j := range len(p) {
+				r.Path[i*len(r.Path)/2+j] = int8(p[j])
+			}
+		}
+		return r
+	}
+	long := "/var/lib/a-name-longer-than-half-of-the-path-field-of-the-event/" +
+		"which-is-two-hundred-and-fifty-six-bytes-so-this-one-spans-both-halves"
+	for _, tc := range []struct {
+		r             *rauhaEvent
+		op            FileOp
+		path, newPath string
+	}{
+		{raw(FileOpRename, "/etc/shadow", "/opt/moved"), FileOpRename, "/etc/shadow", "/opt/moved"},
+		{raw(FileOpLink, "", "/srv/ro/x"), FileOpLink, "", "/srv/ro/x"},
+		{raw(FileOpUnlink, long), FileOpUnlink, long, ""},
+		{raw(FileOpUnixConnect, "/run/sock/s"), FileOpUnixConnect, "/run/sock/s", ""},
+		{raw(0, "/etc/shadow"), 0, "/etc/shadow", ""}, // an EROFS, EACCES or EPERM
+	} {
+		e := decodeEvent(tc.r, newBootClock())
+		if e.Op != tc.op || e.Path != tc.path || e.NewPath != tc.newPath || e.Arg != 0 {
+			t.Errorf("decode %v: op %v, path %q, new path %q, arg %d; want %v, %q, %q, 0", tc.op, e.Op, e.Path, e.NewPath, e.Arg, tc.op, tc.path, tc.newPath)
+		}
+	}
+}

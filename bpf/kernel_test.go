@@ -234,6 +234,7 @@ func TestPolicyRoundTripAndUpdate(t *testing.T) {
 			{Dev: unix.Mkdev(8, 1), Ino: 42, Mask: FileExec},
 			{Dev: unix.Mkdev(259, 1048575), Ino: 7, Mask: FileExec},
 		},
+		FileMounts: true,
 	}
 	if err := k.SetPolicy(5, p); err != nil {
 		t.Fatal(err)
@@ -258,6 +259,7 @@ func TestPolicyRoundTripAndUpdate(t *testing.T) {
 			{Dev: unix.Mkdev(8, 1), Ino: 42, Mask: FileOpen | FileExec},
 			{Dev: unix.Mkdev(259, 1048575), Ino: 7, Mask: FileExec},
 		},
+		FileMounts: true,
 	}
 	if !got.Equal(want) {
 		t.Errorf("PolicyOf:\n got %+v\nwant %+v", got, want.Normalize())
@@ -723,6 +725,74 @@ func observerSections(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// The fallback holds file rules with mounts, which deny some changes with
+// EXDEV, EBUSY and ENOENT: the observer reports those for a zone with
+// FileMounts, with the operation and both names of a link or rename, and
+// nothing for a zone without it.
+func TestObserverMountErrors(t *testing.T) {
+	requireRoot(t)
+	k, _ := testKernel(t, false)
+	const zone, other = 11, 12
+	for id, p := range map[uint32]ZonePolicy{zone: {FileMounts: true}, other: {}} {
+		if err := k.SetPolicy(id, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cg, cgOther := testCgroup(t, "mounts"), testCgroup(t, "nomounts")
+	for cg, id := range map[string]uint32{cg: zone, cgOther: other} {
+		if _, err := k.AddMember(id, cg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file bound onto itself, and a tmpfs over a directory, as the
+	// fallback holds a denied file and a denied directory.
+	dir := t.TempDir()
+	file, masked := filepath.Join(dir, "denied"), filepath.Join(dir, "masked")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(masked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(file, file, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(file, unix.MNT_DETACH) })
+	if err := unix.Mount("tmpfs", masked, "tmpfs", 0, "size=16k"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(masked, unix.MNT_DETACH) })
+
+	for _, tc := range []struct {
+		args          []string
+		errno         string
+		op            FileOp
+		path, newPath string
+	}{
+		{[]string{"link", file, filepath.Join(dir, "new")}, "EXDEV", FileOpLink, file, filepath.Join(dir, "new")},
+		{[]string{"rename", file, filepath.Join(dir, "moved")}, "EBUSY", FileOpRename, file, filepath.Join(dir, "moved")},
+		{[]string{"unlink", file}, "EBUSY", FileOpUnlink, file, ""},
+		{[]string{"rmdir", masked}, "EBUSY", FileOpRmdir, masked, ""},
+		{[]string{"unix-connect", filepath.Join(masked, "s")}, "ENOENT", FileOpUnixConnect, filepath.Join(masked, "s"), ""},
+	} {
+		// The zone without FileMounts first: its event would come first.
+		workload{cgroup: cgOther}.expect(t, tc.errno, tc.args...)
+		workload{cgroup: cg}.expect(t, tc.errno, tc.args...)
+		ev := drainUntil(t, k, func(e Event) bool { return e.Op != 0 })
+		if ev.Zone != zone || ev.Control != ControlFile || ev.Verdict != VerdictObserved || ev.Hook != HookSysExit ||
+			unix.ErrnoName(ev.Errno) != tc.errno ||
+			ev.Op != tc.op || ev.Path != tc.path || ev.NewPath != tc.newPath {
+			t.Errorf("%v: event %+v; want zone %d, %s, %s, %q, %q", tc.args, ev, zone, tc.op, tc.errno, tc.path, tc.newPath)
+		}
+	}
+	if c, err := k.Counters(zone); err != nil || c.Observed[ControlFile] != 5 {
+		t.Errorf("observed file errors of the zone: %v, %v; want 5", c.Observed[ControlFile], err)
+	}
+	if c, err := k.Counters(other); err != nil || c.Observed[ControlFile] != 0 {
+		t.Errorf("observed file errors of the zone without FileMounts: %v, %v; want 0", c.Observed[ControlFile], err)
+	}
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -3,16 +3,17 @@
  * Deny observer. Landlock enforces files and exec on both backends (and
  * signals and TCP connect on the fallback) but reports nothing to us, so
  * this program turns failed syscalls of zone tasks (-EACCES/-EPERM, and
- * -EROFS from opens and metadata syscalls) into events. On the bpf-lsm
- * backend the loader keeps only its file and exec events: the LSM hooks
- * report the rest themselves.
+ * -EROFS from opens and metadata syscalls) into events, and, in zones whose
+ * file rules the fallback holds with mounts, the EXDEV, EBUSY and ENOENT
+ * those mounts give (mount_error). On the bpf-lsm backend the loader keeps
+ * only its file and exec events: the LSM hooks report the rest themselves.
  *
  * Only sys_exit is hooked: the arguments are read from the pt_regs the
  * kernel saved at syscall entry (syscalls do not modify them), and a failed
  * open/exec returns to the same address space, so the path pointer is still
- * valid. That makes the cost for every other syscall one compare of the
- * return value: no helper call, no map, no sys_enter program and no per-task
- * stash. What a task rewrote in its own memory between entry and exit is
+ * valid. That makes the cost for every other syscall one test of the
+ * return value (observed_errno): no helper call, no map, no sys_enter
+ * program and no per-task stash. What a task rewrote in its own memory between entry and exit is
  * what gets reported; this is an observer, never a decision.
  *
  * Syscall numbers and the saved registers differ per architecture: bpf2go
@@ -92,9 +93,12 @@ static __always_inline bool compat_syscall(struct pt_regs *regs)
 	return BPF_CORE_READ(task, thread_info.status) & TS_COMPAT;
 }
 
+/* A load, not a helper call: regs is the tracepoint's own argument (a
+ * pointer the verifier knows), and this runs for every EXDEV, EBUSY and
+ * ENOENT of the host (mount_error). */
 static __always_inline long syscall_nr(struct pt_regs *regs)
 {
-	return BPF_CORE_READ(regs, orig_ax);
+	return regs->orig_ax;
 }
 
 static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3])
@@ -184,7 +188,7 @@ static __always_inline bool compat_syscall(struct pt_regs *regs)
 
 static __always_inline long syscall_nr(struct pt_regs *regs)
 {
-	return BPF_CORE_READ((struct pt_regs___rauha *)regs, syscallno);
+	return ((struct pt_regs___rauha *)regs)->syscallno;
 }
 
 static __always_inline void syscall_args(struct pt_regs *regs, unsigned long a[3])
@@ -214,7 +218,22 @@ static __always_inline unsigned long user_ip(struct pt_regs *regs)
 #error "observer.bpf.h: no syscall numbers for this architecture"
 #endif
 
+#define ENOENT 2
+#define EBUSY 16
+#define EXDEV 18
 #define EROFS 30
+#define AF_UNIX 1
+#define AT_REMOVEDIR 0x200
+
+/* observed_errno: ret is an error some observed syscall is reported for.
+ * One bit test: this runs for every syscall of the host. */
+#define OBSERVED_ERRNOS (1UL << EPERM | 1UL << ENOENT | 1UL << EACCES | 1UL << EBUSY | 1UL << EXDEV | 1UL << EROFS)
+
+static __always_inline bool observed_errno(long ret)
+{
+	unsigned long e = -ret;
+	return e < 64 && ((OBSERVED_ERRNOS >> e) & 1);
+}
 
 struct sockaddr_in6_min {
 	__u16 family;
@@ -302,6 +321,48 @@ static __always_inline int observed_control(long nr, long ret)
 		return ret == -EPERM ? CONTROL_CAPABILITY : -1;
 	}
 	return -1;
+}
+
+/*
+ * mount_error is the file_op of a syscall that failed with an error the
+ * fallback's mounts give for file rules Landlock has no right for
+ * (libzone/fileguard.go), or 0: a new hard link to a denied file, or a
+ * rename or link across a read_only bind, fails with EXDEV; removing or
+ * renaming a mount point (a denied file, a denied or read_only directory,
+ * the null device on a missing deny path) with EBUSY; connect() to a unix
+ * socket in a denied directory (under an empty tmpfs) with ENOENT. Each is
+ * common for reasons of no zone's (runc's bind mount of /etc/hosts, glibc
+ * probing nscd's socket), so they are reported only for zones with
+ * POLICY_FILE_MOUNTS, and the engine keeps only those whose path is, or is
+ * below, a deny or read_only path of the zone.
+ */
+static __always_inline int mount_error(long nr, long ret)
+{
+	switch (nr) {
+#ifdef NR_link
+	case NR_link:
+#endif
+	case NR_linkat:
+		return ret == -EXDEV ? FILE_OP_LINK : 0;
+#ifdef NR_rename
+	case NR_rename:
+#endif
+	case NR_renameat:
+	case NR_renameat2:
+		return ret == -EXDEV || ret == -EBUSY ? FILE_OP_RENAME : 0;
+#ifdef NR_unlink
+	case NR_unlink:
+#endif
+	case NR_unlinkat:
+		return ret == -EBUSY ? FILE_OP_UNLINK : 0;
+#ifdef NR_rmdir
+	case NR_rmdir:
+		return ret == -EBUSY ? FILE_OP_RMDIR : 0;
+#endif
+	case NR_connect:
+		return ret == -ENOENT ? FILE_OP_UNIX_CONNECT : 0;
+	}
+	return 0;
 }
 
 /* fd_file is the file at fd of the current task, or NULL. */
@@ -565,12 +626,137 @@ static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 	}
 }
 
+/*
+ * observe_path writes the path at upath (user memory) into learn_scratch's
+ * object, absolute: a relative path is resolved against dirfd (AT_FDCWD:
+ * the working directory) as learn_user_path_at resolves it, from the
+ * task's root. It returns the path's length, or 0 when it cannot say which
+ * path it is: a relative path whose directory has no path here
+ * (learn_path_of), or a path that does not fit (a truncated path could
+ * name another file). A global function: the verifier checks it once, not
+ * at each of its calls, which keeps the observer within what older
+ * verifiers (Linux 6.1) accept.
+ */
+__noinline int observe_path(int dirfd, unsigned long upath)
+{
+	__u32 zero = 0;
+	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
+	struct dentry *d;
+	struct vfsmount *mnt;
+	char c = 0;
+	long r;
+
+	if (!s || !upath || bpf_probe_read_user(&c, 1, (void *)upath) || c == 0)
+		return 0;
+	if (c == '/') {
+		r = bpf_probe_read_user_str(s->object, LEARN_OBJECT_LEN, (void *)upath);
+		return r > 1 && r < LEARN_OBJECT_LEN ? r - 1 : 0;
+	}
+	if (dirfd == AT_FDCWD) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		d = BPF_CORE_READ(task, fs, pwd.dentry);
+		mnt = BPF_CORE_READ(task, fs, pwd.mnt);
+	} else {
+		struct file *f = fd_file(dirfd);
+		if (!f)
+			return 0;
+		d = BPF_CORE_READ(f, f_path.dentry);
+		mnt = BPF_CORE_READ(f, f_path.mnt);
+	}
+	int off = learn_path_of(d, mnt, s->object);
+	if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
+		return 0;
+	s->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
+	off++;
+	r = bpf_probe_read_user_str(s->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, (void *)upath);
+	if (r <= 1 || r >= LEARN_OBJECT_LEN / 2)
+		return 0;
+	return off + r - 1;
+}
+
+/* observe_path_at writes observe_path's path into out (size bytes), and
+ * nothing when there is none or it does not fit. */
+static __always_inline void observe_path_at(int dirfd, unsigned long upath, char *out, __u32 size)
+{
+	__u32 zero = 0;
+	int n = observe_path(dirfd, upath);
+	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
+
+	if (s && n > 0 && n < size)
+		bpf_probe_read_kernel_str(out, size, s->object);
+}
+
+/*
+ * observe_mount_error reports a syscall of a zone task that failed with an
+ * error of mount_error (op), when the zone's file rules are mounts: the
+ * path or paths it named, made absolute (observe_path_at), for the engine
+ * to match against the zone's deny and read_only paths.
+ */
+static __noinline void observe_mount_error(struct pt_regs *regs, long nr, long ret, int op)
+{
+	__u32 zone = current_zone();
+	struct policy *p = zone ? bpf_map_lookup_elem(&zone_policy, &zone) : NULL;
+
+	if (!p || !(p->flags & POLICY_FILE_MOUNTS) || compat_syscall(regs))
+		return;
+	struct counters *c = counters_of(zone);
+	if (c)
+		c->observed[CONTROL_FILE]++;
+	struct event *e = event_new(zone, c, CONTROL_FILE, HOOK_SYS_EXIT, VERDICT_OBSERVED, ret);
+	if (!e)
+		return;
+	e->syscall = nr;
+	e->arg = op;
+	unsigned long a[3];
+	syscall_args(regs, a);
+	switch (nr) {
+#ifdef NR_link
+	case NR_link:
+	case NR_rename:
+		observe_path_at(AT_FDCWD, a[0], e->path, PATH_LEN / 2);
+		observe_path_at(AT_FDCWD, a[1], e->path + PATH_LEN / 2, PATH_LEN / 2);
+		break;
+	case NR_unlink:
+	case NR_rmdir:
+		observe_path_at(AT_FDCWD, a[0], e->path, PATH_LEN);
+		break;
+#endif
+	case NR_linkat:
+	case NR_renameat:
+	case NR_renameat2:
+		observe_path_at((int)a[0], a[1], e->path, PATH_LEN / 2);
+		observe_path_at((int)a[2], syscall_arg4(regs), e->path + PATH_LEN / 2, PATH_LEN / 2);
+		break;
+	case NR_unlinkat:
+		if (a[2] & AT_REMOVEDIR)
+			e->arg = FILE_OP_RMDIR;
+		observe_path_at((int)a[0], a[1], e->path, PATH_LEN);
+		break;
+	case NR_connect: {
+		/* struct sockaddr_un: the family, then the path (an abstract
+		 * name starts with a NUL: no path, and no mount in the way). */
+		__u16 family = 0;
+		if (a[2] > 2 && bpf_probe_read_user(&family, sizeof(family), (void *)a[1]) == 0 && family == AF_UNIX)
+			observe_path_at(AT_FDCWD, a[1] + 2, e->path, PATH_LEN);
+		break;
+	}
+	}
+	bpf_ringbuf_submit(e, 0);
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 {
 	learn_sys_exit(regs, ret);
-	if (ret != -EACCES && ret != -EPERM && ret != -EROFS)
+	if (!observed_errno(ret))
 		return 0;
+	if (ret != -EACCES && ret != -EPERM && ret != -EROFS) {
+		long nr = syscall_nr(regs);
+		int op = mount_error(nr, ret);
+		if (op)
+			observe_mount_error(regs, nr, ret, op);
+		return 0;
+	}
 
 	__u32 zone = current_zone();
 	if (!zone)

@@ -118,6 +118,10 @@ type ZonePolicy struct {
 	// looks up the name of the inode it judges and of each directory above
 	// it.
 	FileNames []FileDenyName
+	// FileMounts: the zone's file rules are mounts of its containers (the
+	// fallback). The observer then also reports the EXDEV, EBUSY and
+	// ENOENT those mounts give (Event.Op).
+	FileMounts bool
 	// LearnSyscalls: in ModeLearn, the syscall numbers (of the kernel's
 	// architecture, below LearnSyscallMax) whose calls are recorded.
 	LearnSyscalls []uint32
@@ -301,6 +305,9 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 	if p.FileTrees {
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_FILE_TREES)
 	}
+	if p.FileMounts {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_FILE_MOUNTS)
+	}
 	egressKeys(zone, p.Egress, s.egress4, s.egress6)
 	egressKeys(zone, p.EgressDeny, s.deny4, s.deny6)
 	if len(p.EgressDeny) > 0 {
@@ -376,6 +383,7 @@ func (s zoneState) zonePolicy() ZonePolicy {
 	p.EgressRestricted = flags&uint32(rauhaPolicyFlagPOLICY_EGRESS_RESTRICTED) != 0
 	p.ZonesRestricted = flags&uint32(rauhaPolicyFlagPOLICY_ZONES_RESTRICTED) != 0
 	p.FileTrees = flags&uint32(rauhaPolicyFlagPOLICY_FILE_TREES) != 0
+	p.FileMounts = flags&uint32(rauhaPolicyFlagPOLICY_FILE_MOUNTS) != 0
 	p.CapDeny = s.policy.CapDeny
 	p.Egress = egressRules(s.egress4, s.egress6)
 	// As for names: without the flag the programs never look the deny

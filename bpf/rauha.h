@@ -35,6 +35,9 @@ enum policy_flag {
 	/* The zone learns: nothing is denied, what its armed tasks do is
 	 * recorded in the learned map (learn.bpf.h). */
 	POLICY_LEARN = 1 << 8,
+	/* The fallback holds file rules with mounts: the observer also reports
+	 * the EXDEV, EBUSY and ENOENT they give (observer.bpf.h, mount_error). */
+	POLICY_FILE_MOUNTS = 1 << 9,
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
@@ -117,6 +120,20 @@ enum hook {
 	HOOK_LSM_PATH_LINK,
 	HOOK_LSM_PATH_RENAME,
 	HOOK_IO_URING, /* a completion of an io_uring request; event.syscall: its IORING_OP_* */
+};
+
+/*
+ * event.arg of an observer event for an error the fallback's mounts give
+ * (EXDEV, EBUSY, ENOENT): what the task tried. For FILE_OP_LINK and
+ * FILE_OP_RENAME event.path holds two paths, the old name in its first
+ * PATH_LEN / 2 bytes and the new name in the rest.
+ */
+enum file_op {
+	FILE_OP_LINK = 1,
+	FILE_OP_RENAME,
+	FILE_OP_UNLINK,
+	FILE_OP_RMDIR,
+	FILE_OP_UNIX_CONNECT,
 };
 
 enum verdict {
@@ -236,7 +253,8 @@ enum skb_events {
 struct event {
 	__u64 ts_ns; /* CLOCK_BOOTTIME */
 	__u64 cgid;  /* cgroup-v2 id of the task */
-	__u64 arg;   /* file/exec: inode (a denied directory's when path is set); signal: signo; ptrace: mode or request;
+	__u64 arg;   /* file/exec: inode (a denied directory's when path is set); observer file: enum file_op
+		      * or 0; signal: signo; ptrace: mode or request;
 		      * capability: cap; packet programs: IP protocol | PACKET_* flags */
 	__u64 dev;   /* file/exec: kernel dev_t */
 	__u32 zone;
@@ -255,10 +273,11 @@ struct event {
 	__u16 port;  /* egress: destination port, host byte order */
 	__u8 addr[16]; /* egress: destination, ingress: source (4 bytes used for AF_INET) */
 	char comm[COMM_LEN];
-	char path[PATH_LEN]; /* observer open/exec: the path argument as passed;
-			      * HOOK_IO_URING: the path the request named (rename, link:
-			      * the old one in the first half, the new one in the second);
-			      * LSM file hooks: the name of a file denied by a directory above it */
+	char path[PATH_LEN]; /* observer open/exec: the path argument as passed; observer file_op
+			      * events: absolute (see arg); HOOK_IO_URING: the path the request
+			      * named (rename, link: the old one in the first half, the new one in
+			      * the second); LSM file hooks: the name of a file denied by a
+			      * directory above it */
 };
 
 /*
@@ -320,6 +339,7 @@ struct enums {
 	enum skb_events skb_events;
 	enum packet_flag packet_flag;
 	enum learn_kind learn_kind;
+	enum file_op file_op;
 };
 
 #endif /* RAUHA_H */

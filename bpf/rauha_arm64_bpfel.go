@@ -103,6 +103,16 @@ type rauhaFileNameKey struct {
 	Name [64]int8
 }
 
+type rauhaFileOp uint32
+
+const (
+	rauhaFileOpFILE_OP_LINK         rauhaFileOp = 1
+	rauhaFileOpFILE_OP_RENAME       rauhaFileOp = 2
+	rauhaFileOpFILE_OP_UNLINK       rauhaFileOp = 3
+	rauhaFileOpFILE_OP_RMDIR        rauhaFileOp = 4
+	rauhaFileOpFILE_OP_UNIX_CONNECT rauhaFileOp = 5
+)
+
 type rauhaGenValue struct {
 	_    structs.HostLayout
 	Lock struct {
@@ -265,6 +275,7 @@ const (
 	rauhaPolicyFlagPOLICY_FILE_NAMES        rauhaPolicyFlag = 64
 	rauhaPolicyFlagPOLICY_EGRESS_DENIES     rauhaPolicyFlag = 128
 	rauhaPolicyFlagPOLICY_LEARN             rauhaPolicyFlag = 256
+	rauhaPolicyFlagPOLICY_FILE_MOUNTS       rauhaPolicyFlag = 512
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 

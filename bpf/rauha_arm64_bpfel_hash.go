@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "a4f9ce09e736a5cc7eabaceb5dd23a1d154f0840a85b022516febef9a13747c5"
+const rauhaObjectSHA256 = "004572ba4bb42acf40ca2cd0972fc06ab85c7dae117280c83bd4ddcc4c47f290"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "c06349b06ae038a6ceb443a6e4c36a5590d8b455873800a6d6b641b616554c9a"
+const rauhaObjectSHA256 = "bbe6ad671fd3cbcb5f9a33a64ed8fb2b8db486167d1ea9941bdd181c3283db8d"

@@ -188,6 +188,18 @@ func TestUpgradeReplacesProgramsWithoutAGap(t *testing.T) {
 	if got := installedObject(pinDir); got != rauhaObjectSHA256 {
 		t.Errorf("object record %q after the upgrade, want %s", got, rauhaObjectSHA256)
 	}
+	// The caller pushes the zones' policies again after this Open only.
+	if !k.Upgraded() {
+		t.Error("the Open that replaced the programs does not report Upgraded")
+	}
+	again, err := Open(pinDir, root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Upgraded() {
+		t.Error("an Open of the current object reports Upgraded")
+	}
+	again.Close()
 	if got := RecordedRoot(pinDir); got != root {
 		t.Errorf("root record %q, want %s", got, root)
 	}

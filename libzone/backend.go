@@ -81,6 +81,14 @@ func (e *Engine) openEnforcer(lsm bool) (Enforcer, error) {
 		return nil, fmt.Errorf("zone enforcement: %w", err)
 	}
 	ke := &kernelEnforcer{k: k}
+	if known && k.Upgraded() {
+		// This rauha replaced another one's programs: the zones' kernel
+		// policies are that rauha's encoding, and this one may read them
+		// otherwise (a flag it sets, such as FileMounts). Push them
+		// again; a zone that fails keeps the old one, which verify
+		// reports, and reconcile pushes again.
+		e.repushZones(ke)
+	}
 	if !known {
 		// Fresh pins under an existing store mean the kernel lost its state
 		// (a reboot, or someone removed the pins): restore every zone and
@@ -104,6 +112,21 @@ func (e *Engine) openEnforcer(lsm bool) (Enforcer, error) {
 		}
 	}
 	return ke, nil
+}
+
+// repushZones pushes every zone's stored policy (applyStored) after an
+// upgrade of the kernel programs, logging what fails.
+func (e *Engine) repushZones(enf Enforcer) {
+	var zones []zone.Zone
+	if err := e.store.View(func(tx *zone.Tx) (err error) { zones, err = tx.Zones(); return err }); err != nil {
+		logrus.Warnf("push the zones' policies to the upgraded kernel programs: %v (run 'rauha zone reconcile')", err)
+		return
+	}
+	for i := range zones {
+		if _, err := e.applyStored(enf, zones[i].Name); err != nil {
+			logrus.Warnf("push the policy of zone %s to the upgraded kernel programs: %v (run 'rauha zone reconcile')", zones[i].Name, err)
+		}
+	}
 }
 
 // RestoreKernel restores the kernel state of a root that has zones but no
@@ -254,6 +277,10 @@ func (ke *kernelEnforcer) kernelPolicy(z *ResolvedZone) (bpf.ZonePolicy, error) 
 		kp.ZonesRestricted = true
 		kp.NetPeers = slices.Clone(z.NetPeers)
 	}
+	// The fallback's mounts for deny and read_only paths (fileguard.go)
+	// deny some changes with EXDEV, EBUSY or ENOENT: the observer reports
+	// those for this zone, and the engine keeps the ones on its paths.
+	kp.FileMounts = !ke.k.LSM() && len(p.Filesystem.Deny)+len(p.Filesystem.ReadOnly) > 0
 	return kp, nil
 }
 

@@ -135,4 +135,11 @@ type KernelEvent struct {
 	// Outcome ends the object: what the task got, " (permission denied)",
 	// or "".
 	Outcome string
+	// RulePaths is set for an error the fallback's mounts give (EXDEV,
+	// EBUSY, ENOENT; bpf.Event.Op): the paths the task named, absolute
+	// ("" where the observer could not resolve one). The same error has
+	// causes that are no zone's, so the engine keeps the event only when
+	// one of them is, or is below, a deny or read_only path of the zone,
+	// and names it by that one.
+	RulePaths []string
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -95,8 +96,9 @@ func (e *Engine) drain(enf Enforcer, log *zone.EventLog) error {
 	}
 	byZone := map[string][]zone.Event{}
 	for _, ev := range evs {
-		ze := names.event(ev)
-		byZone[ze.Zone] = append(byZone[ze.Zone], ze)
+		if ze, ok := names.event(ev); ok {
+			byZone[ze.Zone] = append(byZone[ze.Zone], ze)
+		}
 	}
 	for name, batch := range byZone {
 		if err := log.Append(name, batch...); err != nil {
@@ -139,11 +141,21 @@ func readEventNames(tx *zone.Tx) (eventNames, error) {
 	return n, nil
 }
 
-// event names a kernel event's zones, member and denied inode.
-func (n *eventNames) event(ke KernelEvent) zone.Event {
+// event names a kernel event's zones, member and denied inode; false for
+// an error of the fallback's mounts that no path of the zone's rules
+// explains (KernelEvent.RulePaths), which is not the zone's doing.
+func (n *eventNames) event(ke KernelEvent) (zone.Event, bool) {
 	ze := ke.Event
 	ze.Zone = "zone-" + strconv.FormatUint(uint64(ke.ZoneID), 10)
-	if z := n.zones.at(ke.ZoneID, ze.Time); z != nil {
+	z := n.zones.at(ke.ZoneID, ze.Time)
+	if ke.RulePaths != nil {
+		p := ruledPath(z, ke.RulePaths)
+		if p == "" {
+			return ze, false
+		}
+		ze.Object = p
+	}
+	if z != nil {
 		ze.Zone = z.Name
 		// Only the zone that had the id then: a deleted zone's inodes are
 		// not named by the deny lists of another one.
@@ -166,7 +178,28 @@ func (n *eventNames) event(ke KernelEvent) zone.Event {
 		ze.TargetZone = tz.Name
 	}
 	ze.Object += ke.Outcome
-	return ze
+	return ze, true
+}
+
+// ruledPath is the first of paths that is, or is below, a deny or
+// read_only path of z's policy, or "" (also without a zone: a zone
+// deleted since, whose rules are gone).
+func ruledPath(z *zone.Zone, paths []string) string {
+	if z == nil {
+		return ""
+	}
+	fs := &z.Policy.Filesystem
+	for _, p := range paths {
+		if !path.IsAbs(p) {
+			continue // not resolved: cannot be told
+		}
+		for _, r := range [][]string{fs.Deny, fs.ReadOnly} {
+			if slices.ContainsFunc(r, func(rule string) bool { return within(p, rule) }) {
+				return path.Clean(p)
+			}
+		}
+	}
+	return ""
 }
 
 // Drain takes the events waiting in the kernel (see Enforcer.Drain).
@@ -242,6 +275,16 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 			ze.Object = capabilityName(ev.Arg)
 		}
 	default:
+		if ev.Op != 0 {
+			// An error the fallback's mounts give: the engine keeps it
+			// when a path it names is the zone's, and names it by that.
+			out.Op = ev.Op.String()
+			out.RulePaths = []string{ev.Path}
+			if ev.NewPath != "" {
+				out.RulePaths = append(out.RulePaths, ev.NewPath)
+			}
+			break
+		}
 		ze.Object = ev.Path
 		if ev.Control == bpf.ControlExec && ev.Verdict == bpf.VerdictObserved {
 			ze.Object = execRouteObject(ev)

@@ -38,7 +38,10 @@ func TestEventOfAReusedZoneID(t *testing.T) {
 		{created.Add(-time.Minute), "zone-7", "inode 42 on device 3"},
 	} {
 		ev := bpf.Event{Zone: 7, TargetZone: 7, Time: tc.at, Control: bpf.ControlFile, Dev: 3, Ino: 42}
-		got := names.event(ke.kernelEvent(ev))
+		got, kept := names.event(ke.kernelEvent(ev))
+		if !kept {
+			t.Fatalf("event at %s dropped", tc.at.Sub(created))
+		}
 		target := ""
 		if tc.zone == "web" {
 			target = "web"
@@ -47,6 +50,57 @@ func TestEventOfAReusedZoneID(t *testing.T) {
 			t.Errorf("event at %s: zone %q, target zone %q, object %q; want %q, %q, %q",
 				tc.at.Sub(created), got.Zone, got.TargetZone, got.Object, tc.zone, target, tc.what)
 		}
+	}
+}
+
+// An error of the fallback's mounts (EXDEV, EBUSY, ENOENT) is kept only
+// when a path it names is, or is below, a deny or read_only path of the
+// zone, and is named by that path.
+func TestMountErrorEvents(t *testing.T) {
+	created := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	z := &zone.Zone{Name: "web", ID: 7, Created: created}
+	z.Policy.Filesystem.Deny = []string{"/etc/shadow", "/run/sock/"}
+	z.Policy.Filesystem.ReadOnly = []string{"/srv/ro"}
+	names := &eventNames{zones: zoneIDs{7: z}}
+	ke := &kernelEnforcer{k: &bpf.Kernel{}}
+	for _, tc := range []struct {
+		op         bpf.FileOp
+		errno      syscall.Errno
+		path, next string
+		want       string // "": dropped
+	}{
+		{bpf.FileOpLink, syscall.EXDEV, "/etc/shadow", "/opt/shadow.new", "link /etc/shadow (invalid cross-device link)"},
+		{bpf.FileOpRename, syscall.EXDEV, "/tmp/x", "/srv/ro/x", "rename /srv/ro/x (invalid cross-device link)"},
+		{bpf.FileOpRename, syscall.EBUSY, "/etc/shadow", "/tmp/y", "rename /etc/shadow (device or resource busy)"},
+		{bpf.FileOpUnlink, syscall.EBUSY, "/etc//shadow", "", "unlink /etc/shadow (device or resource busy)"},
+		{bpf.FileOpRmdir, syscall.EBUSY, "/srv/ro", "", "rmdir /srv/ro (device or resource busy)"},
+		{bpf.FileOpUnixConnect, syscall.ENOENT, "/run/sock/s", "", "unix connect /run/sock/s (no such file or directory)"},
+		// Not the zone's: runc's bind mount of /etc/hosts, nscd's socket,
+		// a name that only starts like a rule, a path not resolved.
+		{bpf.FileOpUnlink, syscall.EBUSY, "/etc/hosts", "", ""},
+		{bpf.FileOpUnixConnect, syscall.ENOENT, "/var/run/nscd/socket", "", ""},
+		{bpf.FileOpUnlink, syscall.EBUSY, "/etc/shadow-", "", ""},
+		{bpf.FileOpRename, syscall.EBUSY, "", "/tmp/y", ""},
+		{bpf.FileOpUnlink, syscall.EBUSY, "etc/shadow", "", ""},
+	} {
+		ev := bpf.Event{Zone: 7, Time: created.Add(time.Second), Control: bpf.ControlFile, Hook: bpf.HookSysExit,
+			Verdict: bpf.VerdictObserved, Errno: tc.errno, Op: tc.op, Path: tc.path, NewPath: tc.next}
+		got, kept := names.event(ke.kernelEvent(ev))
+		switch {
+		case tc.want == "" && kept:
+			t.Errorf("%s %q %q (%v): kept as %q, want it dropped", tc.op, tc.path, tc.next, tc.errno, got.Object)
+		case tc.want != "" && !kept:
+			t.Errorf("%s %q %q (%v): dropped, want %q", tc.op, tc.path, tc.next, tc.errno, tc.want)
+		case kept && (got.Object != tc.want || got.Zone != "web"):
+			t.Errorf("%s %q %q (%v): zone %q, object %q; want web, %q", tc.op, tc.path, tc.next, tc.errno, got.Zone, got.Object, tc.want)
+		}
+	}
+	// A zone whose id is reused since: the rules of the new zone do not
+	// judge the old zone's events.
+	ev := bpf.Event{Zone: 7, Time: created.Add(-time.Minute), Control: bpf.ControlFile, Hook: bpf.HookSysExit,
+		Verdict: bpf.VerdictObserved, Errno: syscall.EBUSY, Op: bpf.FileOpUnlink, Path: "/etc/shadow"}
+	if got, kept := names.event(ke.kernelEvent(ev)); kept {
+		t.Errorf("an event older than the zone holding its id was kept as %q", got.Object)
 	}
 }
 
@@ -138,8 +192,8 @@ func TestIoUringEventObject(t *testing.T) {
 		{bpf.Event{Control: bpf.ControlEgress, IoUringOp: 16, Addr: netip.MustParseAddrPort("10.0.0.1:80"), Errno: syscall.EACCES}, "io_uring connect 10.0.0.1:80 (permission denied)"},
 	} {
 		tc.ev.Hook = bpf.HookIoUring
-		if got := names.event(ke.kernelEvent(tc.ev)).Object; got != tc.want {
-			t.Errorf("object = %q, want %q", got, tc.want)
+		if got, ok := names.event(ke.kernelEvent(tc.ev)); !ok || got.Object != tc.want {
+			t.Errorf("object = %q (kept %v), want %q", got.Object, ok, tc.want)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # Filesystem rules beyond open(): on read_only and deny paths, metadata
 # changes (chmod, chown, utimensat, setxattr), other names of a denied inode
-# (a hard link in the image, a file handle), unix sockets in a denied
-# directory, and a file created at a denied path after start. Each attack
+# (a hard link in the image, a new hard link, a file handle), renaming and
+# removing a denied file, unix sockets in a denied directory, and a file
+# created at a denied path after start. Each attack
 # first succeeds under plain runc with the same bundle, then the zone denies
 # it (errno), the denial is an event where the mechanism gives one, and
 # verify checks the mounts that hold the rules.
@@ -179,8 +180,9 @@ check_passed() {
 
 	wait_event names '.control == "file" and .object == "/opt/shadow.bak (permission denied)" and .comm == "cat"' >/dev/null
 	wait_event names '.control == "file" and .object == "open_by_handle_at (operation not permitted)" and .comm == "fileattack"' >/dev/null
-	# EXDEV is not a denial the observer records: the new link leaves no event.
-	no_event names '.object | startswith("/opt/shadow.new")'
+	# The new link's EXDEV comes from the denied file's mount: an event
+	# names the denied path.
+	wait_event names '.control == "file" and .object == "link /etc/shadow (invalid cross-device link)" and .comm == "ln"' >/dev/null
 
 	rrun rt zone verify names --format json
 	assert_success
@@ -213,6 +215,12 @@ check_passed() {
 	rexec zoned fileattack connect /run/sock/s
 	assert_failure 1
 	assert_eq "$stderr" "connect: no such file or directory"
+	# A relative name is resolved against the working directory.
+	rexec zoned sh -c 'cd /run && exec fileattack connect sock/s'
+	assert_failure 1
+	assert_eq "$stderr" "connect: no such file or directory"
+	wait_event sock '.control == "file" and .object == "unix connect /run/sock/s (no such file or directory)" and .comm == "fileattack"' >/dev/null
+	assert_eq "$(zone_events sock | jq -c 'select(.object == "unix connect /run/sock/s (no such file or directory)")' | wc -l)" 2
 	rexec zoned ls /run/sock
 	assert_failure 1
 	assert_match "$stderr" "Permission denied"
@@ -221,6 +229,8 @@ check_passed() {
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/host.out")" hello
 
 	check_passed sock "container zoned: denied paths"
+	rrun rt zone verify sock
+	assert_success
 	# Removing the mask by hand reopens the route: verify must say so.
 	nsenter -t "$(ct_pid zoned)" -m umount /run/sock
 	rexec zoned fileattack connect /run/sock/s
@@ -257,7 +267,69 @@ check_passed() {
 	assert_match "$stderr" "can't remove '/data/later': Device or resource busy"
 
 	wait_event later '.control == "file" and .object == "/data/later (permission denied)" and .comm == "cat"' >/dev/null
+	wait_event later '.control == "file" and .object == "unlink /data/later (device or resource busy)" and .comm == "rm"' >/dev/null
 	check_passed later "container zoned: denied paths"
+}
+
+@test "rename and unlink of a denied file fail with EBUSY, a link through a directory fd with EXDEV, each an event; runc's /etc/hosts mount leaves none" {
+	local hosts=$BATS_TEST_TMPDIR/hosts b hr hz
+	echo "127.0.0.1 localhost" >"$hosts"
+	attack_bundle r
+	attack_bundle z
+	for b in r z; do
+		cfg $b '.mounts += [{destination: "/etc/hosts", type: "bind", source: $h, options: ["rbind", "ro"]}]' --arg h "$hosts"
+	done
+	in_zone z busy "$(guarded busy)"
+	runc_run plain r
+	hr=$(bundle_dir r)/rootfs
+	hz=$(bundle_dir z)/rootfs
+
+	# Plain runc: the denied file is linked, renamed and removed, by names
+	# relative to a directory fd and to the working directory; /etc/hosts
+	# is a mount of runc's, which no unlink removes.
+	in_ct runc_rt plain rm /etc/hosts
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/etc/hosts': Device or resource busy"
+	in_ct runc_rt plain fileattack linkat /etc shadow ../opt/shadow.new
+	assert_success
+	assert_eq "$(cat "$hr/opt/shadow.new")" secret
+	in_ct runc_rt plain sh -c 'cd /etc && mv shadow shadow.moved && mv shadow.moved shadow'
+	assert_success
+	in_ct runc_rt plain fileattack renameat /etc shadow ../opt/moved
+	assert_success
+	in_ct runc_rt plain fileattack renameat /opt moved ../etc/shadow
+	assert_success
+	in_ct runc_rt plain sh -c 'cd /etc && rm shadow'
+	assert_success
+	[[ ! -e $hr/etc/shadow ]] || fail "plain runc: /etc/shadow not removed"
+
+	run_ct zoned z
+	rexec zoned rm /etc/hosts
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/etc/hosts': Device or resource busy"
+	rexec zoned fileattack linkat /etc shadow ../opt/shadow.new
+	assert_failure 1
+	assert_eq "$stderr" "linkat: invalid cross-device link"
+	rexec zoned sh -c 'cd /etc && mv shadow shadow.moved'
+	assert_failure 1
+	assert_match "$stderr" "can't rename 'shadow': Device or resource busy"
+	rexec zoned fileattack renameat /etc shadow ../opt/moved
+	assert_failure 1
+	assert_eq "$stderr" "renameat: device or resource busy"
+	rexec zoned sh -c 'cd /etc && rm shadow'
+	assert_failure 1
+	assert_match "$stderr" "can't remove 'shadow': Device or resource busy"
+	assert_eq "$(cat "$hz/etc/shadow")" secret
+	[[ ! -e $hz/opt/shadow.new && ! -e $hz/opt/moved && ! -e $hz/etc/shadow.moved ]] || fail "a new name of the denied file was made"
+
+	wait_event busy '.control == "file" and .object == "link /etc/shadow (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event busy '.control == "file" and .object == "rename /etc/shadow (device or resource busy)" and .comm == "mv"' >/dev/null
+	wait_event busy '.control == "file" and .object == "rename /etc/shadow (device or resource busy)" and .comm == "fileattack"' >/dev/null
+	wait_event busy '.control == "file" and .object == "unlink /etc/shadow (device or resource busy)" and .comm == "rm"' >/dev/null
+	# The EBUSY of /etc/hosts (before the events above) is not the zone's.
+	no_event busy '.object | test("hosts")'
+	rrun rt zone verify busy
+	assert_success
 }
 
 @test "writable_paths: metadata outside the writable paths fails with EROFS, inside it works" {

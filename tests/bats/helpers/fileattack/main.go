@@ -11,6 +11,8 @@
 //	                                      system, print the file's content
 //	fileattack listen PATH                serve "hello\n" on a unix socket
 //	fileattack connect PATH               print what the socket at PATH sends
+//	fileattack linkat DIR OLD NEW         linkat(2) with OLD and NEW relative to DIR
+//	fileattack renameat DIR OLD NEW       renameat(2) with OLD and NEW relative to DIR
 //
 // On failure the errno alone goes to stderr ("connect: no such file or
 // directory") and the exit status is 1.
@@ -75,6 +77,15 @@ func main() {
 			_, _ = io.WriteString(c, "hello\n")
 			_ = c.Close()
 		}
+	case "linkat", "renameat":
+		need(a, 4)
+		dir, err := unix.Open(a[1], unix.O_PATH|unix.O_DIRECTORY, 0)
+		check("open", err)
+		if a[0] == "linkat" {
+			check("linkat", unix.Linkat(dir, a[2], dir, a[3], 0))
+		} else {
+			check("renameat", unix.Renameat(dir, a[2], dir, a[3]))
+		}
 	case "connect":
 		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: a[1], Net: "unix"})
 		check("connect", err)
@@ -108,7 +119,7 @@ func need(a []string, n int) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: fileattack setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME | setacl PATH | handle PATH | byhandle DIR TYPE HEX | listen PATH | connect PATH")
+	fmt.Fprintln(os.Stderr, "usage: fileattack setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME | setacl PATH | handle PATH | byhandle DIR TYPE HEX | listen PATH | connect PATH | linkat DIR OLD NEW | renameat DIR OLD NEW")
 	os.Exit(2)
 }
 
