@@ -631,6 +631,27 @@ func TestObserver(t *testing.T) {
 	if c.Observed[ControlFile] != 1 || c.Observed[ControlSignal] != 1 {
 		t.Errorf("observed counters: %+v", c.Observed)
 	}
+
+	// New and removed names and truncation, refused in a directory the
+	// task may not write (as Landlock and the read-only mounts refuse them
+	// in denied and read_only trees): each is reported with the name.
+	for _, tc := range []struct {
+		args []string
+		nr   int32
+		path string
+	}{
+		{[]string{"mkdir", filepath.Join(dir, "d")}, unix.SYS_MKDIRAT, filepath.Join(dir, "d")},
+		{[]string{"unlink", secret}, unix.SYS_UNLINKAT, secret},
+		{[]string{"rename", secret, secret + ".new"}, unix.SYS_RENAMEAT, secret},
+		{[]string{"symlink", "/x", filepath.Join(dir, "l")}, unix.SYS_SYMLINKAT, filepath.Join(dir, "l")},
+		{[]string{"truncate", secret}, unix.SYS_TRUNCATE, secret},
+	} {
+		inside.expect(t, "EACCES", tc.args...)
+		ev := drainUntil(t, k, func(e Event) bool { return e.Control == ControlFile })
+		if ev.Zone != zone || ev.Errno != unix.EACCES || ev.Hook != HookSysExit || int32(ev.Syscall) != tc.nr || ev.Path != tc.path {
+			t.Errorf("%v: event %+v, want syscall %d on %s", tc.args, ev, tc.nr, tc.path)
+		}
+	}
 }
 
 // A zone task's io_uring requests denied by permissions (as Landlock

@@ -83,6 +83,7 @@
 #define NR_renameat 264
 #define NR_symlinkat 266
 #define NR_renameat2 316
+#define NR_ftruncate 77
 
 #define TS_COMPAT 0x0002
 #define PROT_EXEC 0x4
@@ -164,6 +165,7 @@ static __always_inline unsigned long user_ip(struct pt_regs *regs)
 #define NR_symlinkat 36
 #define NR_renameat 38
 #define NR_truncate 45
+#define NR_ftruncate 46
 #define NR_renameat2 276
 
 /* headers/vmlinux.h is x86's: the arm64 pt_regs fields are declared here and
@@ -319,6 +321,27 @@ static __always_inline int observed_control(long nr, long ret)
 		/* The seccomp rule a member without CAP_BPF or CAP_SYS_ADMIN
 		 * gets (libzone/controls.go, keepsBPF): no LSM hook sees it. */
 		return ret == -EPERM ? CONTROL_CAPABILITY : -1;
+	/* New and removed names and truncation: Landlock's MAKE_*,
+	 * REMOVE_* and TRUNCATE rights (EACCES) and the fallback's read-only
+	 * mounts (EROFS) refuse them in denied and read_only trees. */
+#ifdef NR_mkdir
+	case NR_mkdir:
+	case NR_rmdir:
+	case NR_unlink:
+	case NR_creat:
+	case NR_mknod:
+	case NR_rename:
+	case NR_symlink:
+#endif
+	case NR_mkdirat:
+	case NR_unlinkat:
+	case NR_mknodat:
+	case NR_renameat:
+	case NR_renameat2:
+	case NR_symlinkat:
+	case NR_truncate:
+	case NR_ftruncate:
+		return CONTROL_FILE;
 	}
 	return -1;
 }
@@ -820,6 +843,35 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case NR_memfd_create:
 		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
+		break;
+	/* New and removed names: the name made or removed (a rename's old
+	 * one, a symlink's link path). */
+#ifdef NR_mkdir
+	case NR_mkdir:
+	case NR_rmdir:
+	case NR_unlink:
+	case NR_creat:
+	case NR_mknod:
+	case NR_rename:
+#endif
+	case NR_truncate:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
+		break;
+#ifdef NR_symlink
+	case NR_symlink:
+#endif
+	case NR_mkdirat:
+	case NR_unlinkat:
+	case NR_mknodat:
+	case NR_renameat:
+	case NR_renameat2:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1);
+		break;
+	case NR_symlinkat:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a2);
+		break;
+	case NR_ftruncate:
+		fd_name((int)a0, e->path);
 		break;
 	case NR_kill:
 	case NR_tkill:

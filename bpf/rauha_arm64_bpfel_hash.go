@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "004572ba4bb42acf40ca2cd0972fc06ab85c7dae117280c83bd4ddcc4c47f290"
+const rauhaObjectSHA256 = "ffacaa89b18606e5ade8719a8c02f855600eafd80bb05b43f02b0761f6f355d2"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "bbe6ad671fd3cbcb5f9a33a64ed8fb2b8db486167d1ea9941bdd181c3283db8d"
+const rauhaObjectSHA256 = "0a2ae6114476fb7e234a506253fa682a4bca213b0d53289a61fe9060aff9cd48"

@@ -145,6 +145,44 @@ check_passed() {
 	assert_success
 }
 
+@test "new and removed names in a read_only tree: mkdir, rm, mv, ln -s fail, each with an event" {
+	attack_bundle r
+	attack_bundle z
+	in_zone z names2 "$(guarded names2)"
+	runc_run plain r
+	hr=$(bundle_dir r)/rootfs
+	hz=$(bundle_dir z)/rootfs
+
+	# Plain runc: every name is made or removed in the image.
+	for cmd in "mkdir /srv/ro/newdir" "ln -s /x /srv/ro/link" "mv /srv/ro/file /srv/ro/moved" "rm /srv/ro/moved"; do
+		# shellcheck disable=SC2086 # the command's words
+		in_ct runc_rt plain $cmd
+		assert_success
+	done
+	[[ -d $hr/srv/ro/newdir && -L $hr/srv/ro/link && ! -e $hr/srv/ro/file && ! -e $hr/srv/ro/moved ]] ||
+		fail "plain runc: the names were not changed: $(ls -la "$hr/srv/ro")"
+
+	run_ct zoned z
+	for cmd in "mkdir /srv/ro/newdir" "ln -s /x /srv/ro/link" "mv /srv/ro/file /srv/ro/moved" "rm /srv/ro/file"; do
+		# shellcheck disable=SC2086
+		rexec zoned $cmd
+		assert_failure 1
+		assert_match "$stderr" "Read-only file system|Permission denied"
+	done
+	[[ ! -e $hz/srv/ro/newdir && ! -L $hz/srv/ro/link && -f $hz/srv/ro/file && ! -e $hz/srv/ro/moved ]] ||
+		fail "a name changed in the read_only tree: $(ls -la "$hz/srv/ro")"
+
+	wait_event names2 '.control == "file" and .comm == "mkdir" and (.object | startswith("/srv/ro/newdir ("))' >/dev/null
+	wait_event names2 '.control == "file" and .comm == "ln" and (.object | startswith("/srv/ro/link ("))' >/dev/null
+	wait_event names2 '.control == "file" and .comm == "mv" and (.object | startswith("/srv/ro/file ("))' >/dev/null
+	wait_event names2 '.control == "file" and .comm == "rm" and (.object | startswith("/srv/ro/file ("))' >/dev/null
+
+	check_passed names2 "container zoned: read-only paths"
+	check_passed names2 "container zoned: denied paths"
+	rrun rt zone verify names2
+	assert_success
+}
+
 @test "other names of a denied file: a hard link in the image, a new hard link, a file handle" {
 	attack_bundle r
 	attack_bundle z
