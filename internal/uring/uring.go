@@ -65,7 +65,22 @@ const (
 // the completion's result: what the operation's syscall would have returned,
 // a negative errno on failure. err is for the ring itself (io_uring_setup or
 // io_uring_enter failed).
+//
+// A request io_uring cancels before it ran (ECANCELED) is submitted again,
+// up to 5 times: an operation that blocks runs in an io-wq worker thread,
+// and on 6.1 a worker whose creation a pending signal interrupts (the Go
+// runtime's preemption SIGURG) is given up after a few tries, cancelling
+// the request it was for.
 func Do(e SQE, keep ...any) (res int32, err error) {
+	for range 5 {
+		if res, err = do(e, keep); err != nil || res != -int32(unix.ECANCELED) {
+			break
+		}
+	}
+	return res, err
+}
+
+func do(e SQE, keep []any) (res int32, err error) {
 	var p params
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
