@@ -21,10 +21,20 @@
  *     list holds directories (POLICY_FILE_TREES) has every check walk up
  *     the directories above the inode, so a file created or moved below a
  *     denied directory after the last push is denied too, whoever made it;
- *     and a zone whose list holds names (POLICY_FILE_NAMES: a listed path
+ *     a zone whose list holds names (POLICY_FILE_NAMES: a listed path
  *     that was missing, by its parent directory and final name) has every
  *     check look up the name of the inode's dentry and of each directory
- *     above it, so a file created at a denied path later is denied too.
+ *     above it, so a file created at a denied path later is denied too;
+ *     and a zone whose list holds chains of names (POLICY_FILE_CHAINS: a
+ *     listed path whose directory was missing too, by the deepest
+ *     directory of it that existed and the names below) has every check
+ *     follow the chains that start at those names down through the
+ *     dentries it came up from, so a path made later, directory by
+ *     directory or by moving a directory into place, is denied too;
+ *   - file systems mounted below a listed directory after the push: the
+ *     path hooks and file_open walk up through the mount points; the
+ *     inode hooks that have no path hook (utimensat, xattrs, ACLs) walk up
+ *     from every mount of the file system (walk_mounts).
  *
  * Handles need nothing here: open_by_handle_at ends in file_open, which is
  * keyed by inode like every hook here, so any name and any handle of a
@@ -41,21 +51,66 @@
 
 /* Deeper than any path PATH_MAX can spell; a walk that gets there denies. */
 #define WALK_MAX 4096
+/*
+ * The steps of a walk through every mount of a file system (the inode
+ * hooks, which do not know the mount: walk_mounts): room for a walk of
+ * WALK_MAX steps from each of 256 mounts; a walk that gets there denies.
+ */
+#define WALK_MOUNTS_MAX (1 << 20)
 
 struct walk {
 	__u64 dentry; /* the last dentry looked at */
 	__u64 mount;  /* its struct mount; 0 when the hook has only a dentry */
+	__u64 start;  /* walk_mounts: the dentry every mount's walk starts from */
+	__u64 cursor; /* walk_mounts: where the next mount of the file system is */
+	__u64 head;   /* walk_mounts, s_mounts as a list_head: the list's head */
+	/* The dentries the walk has left, by depth (a ring): a chain of names
+	 * is followed down through them. */
+	__u64 below[FILE_CHAIN_MAX];
+	/* Where to go on once the walk within a file system above a bind
+	 * mount's root is over (see walk_up), and the ring as it was there;
+	 * resume_dentry 0: the walk ends then. */
+	__u64 resume_dentry;
+	__u64 resume_mount;
+	__u64 resume_below[FILE_CHAIN_MAX];
+	__u32 resume_depth;
+	__u32 depth;
 	__u32 zone;
 	__u32 bits;
-	__u64 ino; /* out: the denied directory, or the parent of the denied name */
 	__u32 dev;
+	__u64 ino; /* out: the denied directory, or the parent of the denied name */
 	__u8 hit;
 	__u8 done;
-	__u8 trees; /* the zone lists directories: look each parent up */
-	__u8 names; /* the zone lists names: look each dentry's name up too */
-	__u8 named; /* out: a name denied it; name holds it */
-	char name[FILE_NAME_LEN];
+	__u8 trees;  /* the zone lists directories: look each parent up */
+	__u8 names;  /* the zone lists names: look each dentry's name up too */
+	__u8 chains; /* the zone lists chains of names: follow them too */
+	__u8 mounts; /* walk_mounts: after the file system, walk from each of its mounts */
+	__u8 resume; /* the walk is within a file system above a bind mount's root */
+	__u8 named;  /* out: a name denied it: the name of named_at */
+	__u64 named_at;
 };
+
+/* The name of d into buf (NUL-padded); false when it is too long to be
+ * listed. */
+static __always_inline bool read_name(char *buf, struct dentry *d)
+{
+	if (BPF_CORE_READ(d, d_name.len) >= FILE_NAME_LEN)
+		return false;
+	__builtin_memset(buf, 0, FILE_NAME_LEN);
+	bpf_probe_read_kernel_str(buf, FILE_NAME_LEN, BPF_CORE_READ(d, d_name.name));
+	return true;
+}
+
+/* A denial by the listed name in k, the name of dentry at: reported by
+ * its key. */
+static __always_inline bool named_hit(struct walk *w, struct file_name_key *k, struct dentry *at)
+{
+	w->hit = w->named = 1;
+	w->dev = k->dev;
+	w->ino = k->ino;
+	w->named_at = (__u64)at;
+	return true;
+}
 
 /*
  * Whether the name of dentry d, in the directory whose inode is parent, is
@@ -70,17 +125,138 @@ static __always_inline bool name_denied(struct walk *w, struct dentry *d, struct
 		.ino = BPF_CORE_READ(parent, i_ino),
 	};
 
-	if (BPF_CORE_READ(d, d_name.len) >= FILE_NAME_LEN)
+	if (!read_name(k.name, d))
 		return false;
-	bpf_probe_read_kernel_str(k.name, sizeof(k.name), BPF_CORE_READ(d, d_name.name));
 	__u32 *mask = bpf_map_lookup_elem(&file_deny_names, &k);
 	if (!mask || !(*mask & w->bits))
 		return false;
-	w->hit = w->named = 1;
-	w->dev = k.dev;
-	w->ino = k.ino;
-	__builtin_memcpy(w->name, k.name, sizeof(w->name));
-	return true;
+	return named_hit(w, &k, d);
+}
+
+/* One step down a chain (chain_denied): its state between the steps. */
+struct chain_step {
+	struct walk *w;
+	struct file_name_key k; /* the link to look up */
+	__u64 at;               /* the dentry whose name k holds */
+	__u8 hit;
+};
+
+static long chain_down(__u64 j, void *arg)
+{
+	struct chain_step *c = arg;
+	struct walk *w = c->w;
+	struct file_chain_link *l = bpf_map_lookup_elem(&file_deny_chains, &c->k);
+
+	if (!l)
+		return 1;
+	if (l->mask & w->bits) {
+		c->hit = 1;
+		return 1;
+	}
+	if (!l->next || j + 1 > w->depth)
+		return 1;
+	c->k.dev = 0;
+	c->k.ino = l->next;
+	struct dentry *d = (void *)w->below[(w->depth - j - 1) & (FILE_CHAIN_MAX - 1)];
+	if (!read_name(c->k.name, d))
+		return 1;
+	c->at = (__u64)d;
+	return 0;
+}
+
+/*
+ * Whether a chain of names of w's zone (file_deny_chains) starts at the
+ * name of dentry d in the directory whose inode is parent, and goes on
+ * down through the dentries the walk came up from to a link whose bits
+ * deny: the path the chain spells is what the walk started at or below.
+ * Reported by the key of that last link. The steps down are a loop of
+ * their own, which the verifier checks once.
+ */
+static __always_inline bool chain_denied(struct walk *w, struct dentry *d, struct inode *parent)
+{
+	struct chain_step c = {
+		.w = w,
+		.at = (__u64)d,
+		.k = {
+			.zone = w->zone,
+			.dev = BPF_CORE_READ(parent, i_sb, s_dev),
+			.ino = BPF_CORE_READ(parent, i_ino),
+		},
+	};
+
+	if (!read_name(c.k.name, d))
+		return false;
+	bpf_loop(FILE_CHAIN_MAX, chain_down, &c, 0);
+	if (!c.hit)
+		return false;
+	return named_hit(w, &c.k, (struct dentry *)c.at);
+}
+
+/*
+ * The mounts of a file system: a list of struct mount through
+ * mnt_next_for_sb since 6.16, a list_head through mnt_instance before.
+ */
+struct super_block___old {
+	struct list_head s_mounts;
+} __attribute__((preserve_access_index));
+
+struct mount___old {
+	struct list_head mnt_instance;
+} __attribute__((preserve_access_index));
+
+static __always_inline void mounts_start(struct walk *w, struct super_block *sb)
+{
+	if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
+		w->cursor = (__u64)BPF_CORE_READ(sb, s_mounts);
+	} else {
+		struct super_block___old *o = (void *)sb;
+		w->head = (__u64)sb + bpf_core_field_offset(struct super_block___old, s_mounts);
+		w->cursor = (__u64)BPF_CORE_READ(o, s_mounts.next);
+	}
+}
+
+/* The next mount of the file system, 0 after the last. */
+static __always_inline __u64 next_mount(struct walk *w)
+{
+	__u64 m = w->cursor;
+
+	if (!m)
+		return 0;
+	if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
+		w->cursor = (__u64)BPF_CORE_READ((struct mount *)m, mnt_next_for_sb);
+		return m;
+	}
+	if (m == w->head)
+		return 0;
+	w->cursor = (__u64)BPF_CORE_READ((struct list_head *)m, next);
+	return m - bpf_core_field_offset(struct mount___old, mnt_instance);
+}
+
+/* Back to the start. */
+static __always_inline void walk_restart(struct walk *w)
+{
+	w->dentry = w->start;
+	w->depth = 0;
+	w->resume = 0;
+}
+
+/*
+ * The end of one walk: of the last one, or, with walk_mounts, of the walk
+ * within the file system or from one of its mounts, and the next mount's
+ * walk begins.
+ */
+static __always_inline long walk_end(struct walk *w)
+{
+	if (w->mounts) {
+		__u64 m = next_mount(w);
+		if (m) {
+			walk_restart(w);
+			w->mount = m;
+			return 0;
+		}
+	}
+	w->done = 1;
+	return 1;
 }
 
 /*
@@ -89,36 +265,61 @@ static __always_inline bool name_denied(struct walk *w, struct dentry *d, struct
  * up: its own inode is hidden by the mount). Stops at the root of the
  * mount namespace, or of the file system when the mount is not known.
  * With names, the name of the dentry it leaves is looked up first: a
- * listed name denies what is at it and, like a directory, what is below.
+ * listed name denies what is at it and, like a directory, what is below;
+ * with chains, the chains that start at that name are followed down.
+ *
+ * The root of a bind mount of a directory (or of a detached clone,
+ * open_tree) is not the root of its file system: the directories above it
+ * in the file system are walked first, then the walk goes on at its mount
+ * point. Else a directory made below a listed one after the push and
+ * bound elsewhere would take what is below it out of the listed tree.
  */
 static long walk_up(__u64 i, void *arg)
 {
 	struct walk *w = arg;
 	struct dentry *d = (void *)w->dentry;
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
 
 	if (w->mount) {
 		struct mount *m = (void *)w->mount;
 		if ((__u64)BPF_CORE_READ(m, mnt.mnt_root) == w->dentry) {
 			struct mount *up = BPF_CORE_READ(m, mnt_parent);
-			if (up == m) {
-				w->done = 1;
-				return 1;
+			if (parent && parent != d && !w->resume) {
+				w->resume = 1;
+				w->resume_dentry = up == m ? 0 : (__u64)BPF_CORE_READ(m, mnt_mountpoint);
+				w->resume_mount = (__u64)up;
+				w->resume_depth = w->depth;
+				__builtin_memcpy(w->resume_below, w->below, sizeof(w->below));
+				w->mount = 0;
+				return 0;
 			}
+			if (up == m)
+				return walk_end(w);
 			w->dentry = (__u64)BPF_CORE_READ(m, mnt_mountpoint);
 			w->mount = (__u64)up;
 			return 0;
 		}
 	}
-	struct dentry *parent = BPF_CORE_READ(d, d_parent);
 	if (!parent || parent == d) {
-		w->done = 1;
-		return 1;
+		if (w->resume && w->resume_dentry) {
+			w->resume = 0;
+			w->dentry = w->resume_dentry;
+			w->mount = w->resume_mount;
+			w->depth = w->resume_depth;
+			__builtin_memcpy(w->below, w->resume_below, sizeof(w->below));
+			return 0;
+		}
+		return walk_end(w);
 	}
 	w->dentry = (__u64)parent;
 
 	struct inode *inode = BPF_CORE_READ(parent, d_inode);
 	if (w->names && name_denied(w, d, inode))
 		return 1;
+	if (w->chains && chain_denied(w, d, inode))
+		return 1;
+	w->below[w->depth & (FILE_CHAIN_MAX - 1)] = (__u64)d;
+	w->depth++;
 	if (!w->trees)
 		return 0;
 	struct file_key k = {
@@ -140,19 +341,27 @@ static long walk_up(__u64 i, void *arg)
  * The file_deny decision for inode, reached through dentry d and mount
  * (a struct vfsmount *, 0 when the hook does not know it): the inode
  * itself, then, in a zone whose list holds directories, every directory
- * above it, and in a zone that lists names, the name of d and of every
- * directory above it. bits: the file_deny bits that deny this access.
- * Counts the check, and on a denial reports the denied inode (the
- * directory's, with the file's name in path, when a directory denied it;
- * the parent's, with the listed name in path, when a name denied it).
+ * above it, and in a zone that lists names or chains of names, the name of
+ * d and of every directory above it. bits: the file_deny bits that deny
+ * this access. Counts the check, and on a denial reports the denied inode
+ * (the directory's, with the file's name in path, when a directory denied
+ * it; the parent's, or a chain's last link, with the listed name in path,
+ * when a name denied it).
  *
  * newd, when not 0, is a new entry about to be made in the directory inode
- * (d is the directory's dentry): its own name is looked up too, and events
- * carry it in path.
+ * (d is the directory's dentry): the walk starts at it, so its own name is
+ * looked up too, and events carry it in path.
+ *
+ * walk_mounts, for a hook that does not know the mount: the walk within
+ * the file system stops at its root, so a file system mounted below a
+ * listed directory (a tmpfs, a bind mount, made after the push by anyone)
+ * would hide its files from the walk. Then every mount of the file system,
+ * in any mount namespace, is walked up from d in turn: an inode is judged
+ * by every place its file system is mounted, as it is under every name.
  */
 static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct dentry *d,
 					__u64 mount, __u32 bits, __u16 control, __u16 hook,
-					struct dentry *newd)
+					struct dentry *newd, bool walk_mounts)
 {
 	struct counters *c = counters_of(zone);
 	struct file_key k = {
@@ -162,20 +371,27 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 	};
 	struct policy p;
 	bool below = false;
-	struct walk w = { .dentry = (__u64)d, .zone = zone, .bits = bits };
+	struct walk w = { .start = newd ? (__u64)newd : (__u64)d, .zone = zone, .bits = bits };
 
 	count_check(c, control);
 	load_policy(zone, &p);
 	__u32 *mask = bpf_map_lookup_elem(&file_deny, &k);
 	if (!mask || !(*mask & bits)) {
-		if (!(p.flags & (POLICY_FILE_TREES | POLICY_FILE_NAMES)))
+		if (!(p.flags & (POLICY_FILE_TREES | POLICY_FILE_NAMES | POLICY_FILE_CHAINS)))
 			return 0;
 		w.names = !!(p.flags & POLICY_FILE_NAMES);
 		w.trees = !!(p.flags & POLICY_FILE_TREES);
+		w.chains = !!(p.flags & POLICY_FILE_CHAINS);
+		walk_restart(&w);
 		if (mount)
 			w.mount = mount - bpf_core_field_offset(struct mount, mnt);
-		if (!newd || !w.names || !name_denied(&w, newd, inode))
+		if (walk_mounts && !mount) {
+			w.mounts = 1;
+			mounts_start(&w, BPF_CORE_READ(d, d_sb));
+			bpf_loop(WALK_MOUNTS_MAX, walk_up, &w, 0);
+		} else {
 			bpf_loop(WALK_MAX, walk_up, &w, 0);
+		}
 		if (w.hit) {
 			k.dev = w.dev;
 			k.ino = w.ino;
@@ -191,7 +407,8 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 		e->dev = k.dev;
 		e->arg = k.ino;
 		if (w.named)
-			__builtin_memcpy(e->path, w.name, sizeof(w.name));
+			bpf_probe_read_kernel_str(e->path, FILE_NAME_LEN,
+						  BPF_CORE_READ((struct dentry *)w.named_at, d_name.name));
 		else if (newd)
 			bpf_probe_read_kernel_str(e->path, sizeof(e->path),
 						  BPF_CORE_READ(newd, d_name.name));
@@ -205,20 +422,25 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
 					__u64 mount, __u32 bits, __u16 control, __u16 hook)
 {
-	return entry_denied(zone, inode, d, mount, bits, control, hook, 0);
+	return entry_denied(zone, inode, d, mount, bits, control, hook, 0, false);
 }
 
 /* Metadata changes and new names: denied inodes and read_only trees. */
 #define FILE_DENY_CHANGES (FILE_DENY_OPEN | FILE_DENY_CHANGE)
 
-static __always_inline int change_denied(struct dentry *d, __u16 hook)
+/*
+ * walk_mounts: for the changes only inode hooks see (utimensat, xattrs,
+ * ACLs: see entry_denied); links, renames and removal have path hooks,
+ * which know the mount.
+ */
+static __always_inline int change_denied(struct dentry *d, __u16 hook, bool walk_mounts)
 {
 	__u32 zone = current_zone();
 
 	if (!zone)
 		return 0;
-	return inode_denied(zone, BPF_CORE_READ(d, d_inode), d, 0, FILE_DENY_CHANGES, CONTROL_FILE,
-			    hook);
+	return entry_denied(zone, BPF_CORE_READ(d, d_inode), d, 0, FILE_DENY_CHANGES, CONTROL_FILE,
+			    hook, 0, walk_mounts);
 }
 
 /*
@@ -236,7 +458,7 @@ static __always_inline int create_denied(struct dentry *parent, __u64 mount, str
 	if (!zone)
 		return 0;
 	return entry_denied(zone, BPF_CORE_READ(parent, d_inode), parent, mount, FILE_DENY_CHANGES,
-			    CONTROL_FILE, hook, d);
+			    CONTROL_FILE, hook, d, false);
 }
 
 /*
@@ -279,7 +501,7 @@ int BPF_PROG(zone_inode_setattr)
 		return ret;
 	if (bpf_get_func_arg(ctx, n - 2, &d) || !d)
 		return 0;
-	return change_denied((struct dentry *)d, HOOK_LSM_INODE_SETATTR);
+	return change_denied((struct dentry *)d, HOOK_LSM_INODE_SETATTR, true);
 }
 
 SEC("lsm/inode_setxattr")
@@ -288,7 +510,7 @@ int BPF_PROG(zone_inode_setxattr, void *idmap, struct dentry *dentry, const char
 {
 	if (ret)
 		return ret;
-	return change_denied(dentry, HOOK_LSM_INODE_SETXATTR);
+	return change_denied(dentry, HOOK_LSM_INODE_SETXATTR, true);
 }
 
 SEC("lsm/inode_removexattr")
@@ -296,7 +518,7 @@ int BPF_PROG(zone_inode_removexattr, void *idmap, struct dentry *dentry, const c
 {
 	if (ret)
 		return ret;
-	return change_denied(dentry, HOOK_LSM_INODE_REMOVEXATTR);
+	return change_denied(dentry, HOOK_LSM_INODE_REMOVEXATTR, true);
 }
 
 /* A new hard link: another name that no deny path covers. */
@@ -306,7 +528,7 @@ int BPF_PROG(zone_inode_link, struct dentry *old_dentry, struct inode *dir, stru
 {
 	if (ret)
 		return ret;
-	return change_denied(old_dentry, HOOK_LSM_INODE_LINK);
+	return change_denied(old_dentry, HOOK_LSM_INODE_LINK, false);
 }
 
 /* Moving a denied inode (or one below a denied directory) elsewhere, or
@@ -318,10 +540,10 @@ int BPF_PROG(zone_inode_rename, struct inode *old_dir, struct dentry *old_dentry
 {
 	if (ret)
 		return ret;
-	ret = change_denied(old_dentry, HOOK_LSM_INODE_RENAME);
+	ret = change_denied(old_dentry, HOOK_LSM_INODE_RENAME, false);
 	if (ret || !BPF_CORE_READ(new_dentry, d_inode))
 		return ret;
-	return change_denied(new_dentry, HOOK_LSM_INODE_RENAME);
+	return change_denied(new_dentry, HOOK_LSM_INODE_RENAME, false);
 }
 
 /* Removing a listed inode's name (or one below a listed directory): the
@@ -332,7 +554,7 @@ int BPF_PROG(zone_inode_unlink, struct inode *dir, struct dentry *dentry, int re
 {
 	if (ret)
 		return ret;
-	return change_denied(dentry, HOOK_LSM_INODE_UNLINK);
+	return change_denied(dentry, HOOK_LSM_INODE_UNLINK, false);
 }
 
 SEC("lsm/inode_rmdir")
@@ -340,7 +562,7 @@ int BPF_PROG(zone_inode_rmdir, struct inode *dir, struct dentry *dentry, int ret
 {
 	if (ret)
 		return ret;
-	return change_denied(dentry, HOOK_LSM_INODE_RMDIR);
+	return change_denied(dentry, HOOK_LSM_INODE_RMDIR, false);
 }
 
 /*
@@ -370,7 +592,7 @@ static __always_inline int acl_denied(unsigned long long *ctx, __u16 hook)
 	for (int i = 0; i < sizeof(ACL_PREFIX) - 1; i++)
 		if (buf[i] != ACL_PREFIX[i])
 			return 0;
-	return change_denied((struct dentry *)d, hook);
+	return change_denied((struct dentry *)d, hook, true);
 }
 
 SEC("lsm/inode_set_acl")

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "d632fa392064622a27f93d9bbb194a7d41e2dd6f590fd3daa0fc15f8c18fef1a"
+const rauhaObjectSHA256 = "2111315982c98e7bd5adfb0eecfff16786c83364ec5424ec4649316099f63f73"

@@ -88,6 +88,13 @@ const (
 	rauhaFileAccessFILE_DENY_CHANGE rauhaFileAccess = 4
 )
 
+type rauhaFileChainLink struct {
+	_    structs.HostLayout
+	Mask uint32
+	Pad  uint32
+	Next uint64
+}
+
 type rauhaFileKey struct {
 	_    structs.HostLayout
 	Zone uint32
@@ -207,10 +214,11 @@ type rauhaLearnValue struct {
 type rauhaLimits uint32
 
 const (
-	rauhaLimitsMAX_ZONES rauhaLimits = 1024
-	rauhaLimitsMAX_LEVEL rauhaLimits = 8
-	rauhaLimitsPATH_LEN  rauhaLimits = 256
-	rauhaLimitsCOMM_LEN  rauhaLimits = 16
+	rauhaLimitsMAX_ZONES      rauhaLimits = 1024
+	rauhaLimitsMAX_LEVEL      rauhaLimits = 8
+	rauhaLimitsFILE_CHAIN_MAX rauhaLimits = 8
+	rauhaLimitsPATH_LEN       rauhaLimits = 256
+	rauhaLimitsCOMM_LEN       rauhaLimits = 16
 )
 
 type rauhaMemberAddrKey struct {
@@ -259,6 +267,7 @@ const (
 	rauhaPolicyFlagPOLICY_FILE_NAMES        rauhaPolicyFlag = 64
 	rauhaPolicyFlagPOLICY_EGRESS_DENIES     rauhaPolicyFlag = 128
 	rauhaPolicyFlagPOLICY_LEARN             rauhaPolicyFlag = 256
+	rauhaPolicyFlagPOLICY_FILE_CHAINS       rauhaPolicyFlag = 512
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
@@ -330,6 +339,7 @@ const (
 	rauhaMapEgressDeny6Keys        = "egress_deny6_keys"
 	rauhaMapEvents                 = "events"
 	rauhaMapFileDeny               = "file_deny"
+	rauhaMapFileDenyChains         = "file_deny_chains"
 	rauhaMapFileDenyNames          = "file_deny_names"
 	rauhaMapLearnActive            = "learn_active"
 	rauhaMapLearnMembers           = "learn_members"
@@ -502,6 +512,7 @@ type rauhaMapSpecs struct {
 	EgressDeny6Keys *ebpf.MapSpec `ebpf:"egress_deny6_keys"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
 	FileDeny        *ebpf.MapSpec `ebpf:"file_deny"`
+	FileDenyChains  *ebpf.MapSpec `ebpf:"file_deny_chains"`
 	FileDenyNames   *ebpf.MapSpec `ebpf:"file_deny_names"`
 	LearnActive     *ebpf.MapSpec `ebpf:"learn_active"`
 	LearnMembers    *ebpf.MapSpec `ebpf:"learn_members"`
@@ -560,6 +571,7 @@ type rauhaMaps struct {
 	EgressDeny6Keys *ebpf.Map `ebpf:"egress_deny6_keys"`
 	Events          *ebpf.Map `ebpf:"events"`
 	FileDeny        *ebpf.Map `ebpf:"file_deny"`
+	FileDenyChains  *ebpf.Map `ebpf:"file_deny_chains"`
 	FileDenyNames   *ebpf.Map `ebpf:"file_deny_names"`
 	LearnActive     *ebpf.Map `ebpf:"learn_active"`
 	LearnMembers    *ebpf.Map `ebpf:"learn_members"`
@@ -591,6 +603,7 @@ func (m *rauhaMaps) Close() error {
 		m.EgressDeny6Keys,
 		m.Events,
 		m.FileDeny,
+		m.FileDenyChains,
 		m.FileDenyNames,
 		m.LearnActive,
 		m.LearnMembers,

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "22ce2c432b0f23d058eafef995f2192b1d95c02be6712526469260264515fb07"
+const rauhaObjectSHA256 = "ae0553781b379d2dc0cde89a91f1a1d7f581c17e5f744cff146cfb5bb295c837"
