@@ -204,32 +204,58 @@ struct mount___old {
 	struct list_head mnt_instance;
 } __attribute__((preserve_access_index));
 
-static __always_inline void mounts_start(struct walk *w, struct super_block *sb)
+/*
+ * Each layout in a function of its own: the relocations of the layout a
+ * kernel lacks are poisoned, and must stay behind the branch that skips
+ * them (clang may hoist them out of a branch within one function).
+ */
+static __noinline void mounts_start_hlist(struct walk *w, struct super_block *sb)
 {
-	if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
-		w->cursor = (__u64)BPF_CORE_READ(sb, s_mounts);
-	} else {
-		struct super_block___old *o = (void *)sb;
-		w->head = (__u64)sb + bpf_core_field_offset(struct super_block___old, s_mounts);
-		w->cursor = (__u64)BPF_CORE_READ(o, s_mounts.next);
-	}
+	w->cursor = (__u64)BPF_CORE_READ(sb, s_mounts);
 }
 
-/* The next mount of the file system, 0 after the last. */
-static __always_inline __u64 next_mount(struct walk *w)
+static __noinline void mounts_start_list(struct walk *w, struct super_block *sb)
+{
+	struct super_block___old *o = (void *)sb;
+
+	w->head = (__u64)sb + bpf_core_field_offset(struct super_block___old, s_mounts);
+	w->cursor = (__u64)BPF_CORE_READ(o, s_mounts.next);
+}
+
+static __always_inline void mounts_start(struct walk *w, struct super_block *sb)
+{
+	if (bpf_core_field_exists(struct mount, mnt_next_for_sb))
+		mounts_start_hlist(w, sb);
+	else
+		mounts_start_list(w, sb);
+}
+
+static __noinline __u64 next_mount_hlist(struct walk *w)
 {
 	__u64 m = w->cursor;
 
 	if (!m)
 		return 0;
-	if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
-		w->cursor = (__u64)BPF_CORE_READ((struct mount *)m, mnt_next_for_sb);
-		return m;
-	}
-	if (m == w->head)
+	w->cursor = (__u64)BPF_CORE_READ((struct mount *)m, mnt_next_for_sb);
+	return m;
+}
+
+static __noinline __u64 next_mount_list(struct walk *w)
+{
+	__u64 m = w->cursor;
+
+	if (!m || m == w->head)
 		return 0;
 	w->cursor = (__u64)BPF_CORE_READ((struct list_head *)m, next);
 	return m - bpf_core_field_offset(struct mount___old, mnt_instance);
+}
+
+/* The next mount of the file system, 0 after the last. */
+static __always_inline __u64 next_mount(struct walk *w)
+{
+	if (bpf_core_field_exists(struct mount, mnt_next_for_sb))
+		return next_mount_hlist(w);
+	return next_mount_list(w);
 }
 
 /* Back to the start. */
@@ -406,9 +432,9 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 	if (e) {
 		e->dev = k.dev;
 		e->arg = k.ino;
+		struct dentry *at = (void *)w.named_at;
 		if (w.named)
-			bpf_probe_read_kernel_str(e->path, FILE_NAME_LEN,
-						  BPF_CORE_READ((struct dentry *)w.named_at, d_name.name));
+			bpf_probe_read_kernel_str(e->path, FILE_NAME_LEN, BPF_CORE_READ(at, d_name.name));
 		else if (newd)
 			bpf_probe_read_kernel_str(e->path, sizeof(e->path),
 						  BPF_CORE_READ(newd, d_name.name));

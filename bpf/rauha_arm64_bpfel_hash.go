@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "2111315982c98e7bd5adfb0eecfff16786c83364ec5424ec4649316099f63f73"
+const rauhaObjectSHA256 = "305141c9abc2b7e58100134525416ca9688476b6ea934ddfe29ecb9c32577713"

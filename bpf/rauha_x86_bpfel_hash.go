@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "ae0553781b379d2dc0cde89a91f1a1d7f581c17e5f744cff146cfb5bb295c837"
+const rauhaObjectSHA256 = "4525547db6c3c2de10ccb6d7bc44810d02b73acce831666f1de3855dc07398ae"
