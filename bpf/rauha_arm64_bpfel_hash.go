@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "305141c9abc2b7e58100134525416ca9688476b6ea934ddfe29ecb9c32577713"
+const rauhaObjectSHA256 = "ea1ec83082571a023b39033d7f8cdb31d6d4fb91cf41c4c03cc45bdd50d55680"

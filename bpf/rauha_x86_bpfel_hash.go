@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "4525547db6c3c2de10ccb6d7bc44810d02b73acce831666f1de3855dc07398ae"
+const rauhaObjectSHA256 = "0bea10258b532d0be9640d6f974ea9f827b44e2587f276e38944a8e3b8b68286"
