@@ -32,9 +32,9 @@
  *     dentries it came up from, so a path made later, directory by
  *     directory or by moving a directory into place, is denied too;
  *   - file systems mounted below a listed directory after the push: the
- *     path hooks and file_open walk up through the mount points; the
- *     inode hooks that have no path hook (utimensat, xattrs, ACLs) walk up
- *     from every mount of the file system (walk_mounts).
+ *     path hooks and file_open walk up through the mount points (the
+ *     inode hooks stop at the root of the file system); every walk goes
+ *     up the file system above the root of a bind mount first.
  *
  * Handles need nothing here: open_by_handle_at ends in file_open, which is
  * keyed by inode like every hook here, so any name and any handle of a
@@ -51,19 +51,10 @@
 
 /* Deeper than any path PATH_MAX can spell; a walk that gets there denies. */
 #define WALK_MAX 4096
-/*
- * The steps of a walk through every mount of a file system (the inode
- * hooks, which do not know the mount: walk_mounts): room for a walk of
- * WALK_MAX steps from each of 256 mounts; a walk that gets there denies.
- */
-#define WALK_MOUNTS_MAX (1 << 20)
 
 struct walk {
 	__u64 dentry; /* the last dentry looked at */
 	__u64 mount;  /* its struct mount; 0 when the hook has only a dentry */
-	__u64 start;  /* walk_mounts: the dentry every mount's walk starts from */
-	__u64 cursor; /* walk_mounts: where the next mount of the file system is */
-	__u64 head;   /* walk_mounts, s_mounts as a list_head: the list's head */
 	/* The dentries the walk has left, by depth (a ring): a chain of names
 	 * is followed down through them. */
 	__u64 below[FILE_CHAIN_MAX];
@@ -84,7 +75,6 @@ struct walk {
 	__u8 trees;  /* the zone lists directories: look each parent up */
 	__u8 names;  /* the zone lists names: look each dentry's name up too */
 	__u8 chains; /* the zone lists chains of names: follow them too */
-	__u8 mounts; /* walk_mounts: after the file system, walk from each of its mounts */
 	__u8 resume; /* the walk is within a file system above a bind mount's root */
 	__u8 named;  /* out: a name denied it: the name of named_at */
 	__u64 named_at;
@@ -192,95 +182,8 @@ static __always_inline bool chain_denied(struct walk *w, struct dentry *d, struc
 	return named_hit(w, &c.k, (struct dentry *)c.at);
 }
 
-/*
- * The mounts of a file system: a list of struct mount through
- * mnt_next_for_sb since 6.16, a list_head through mnt_instance before.
- */
-struct super_block___old {
-	struct list_head s_mounts;
-} __attribute__((preserve_access_index));
-
-struct mount___old {
-	struct list_head mnt_instance;
-} __attribute__((preserve_access_index));
-
-/*
- * Each layout in a function of its own: the relocations of the layout a
- * kernel lacks are poisoned, and must stay behind the branch that skips
- * them (clang may hoist them out of a branch within one function).
- */
-static __noinline void mounts_start_hlist(struct walk *w, struct super_block *sb)
-{
-	w->cursor = (__u64)BPF_CORE_READ(sb, s_mounts);
-}
-
-static __noinline void mounts_start_list(struct walk *w, struct super_block *sb)
-{
-	struct super_block___old *o = (void *)sb;
-
-	w->head = (__u64)sb + bpf_core_field_offset(struct super_block___old, s_mounts);
-	w->cursor = (__u64)BPF_CORE_READ(o, s_mounts.next);
-}
-
-static __always_inline void mounts_start(struct walk *w, struct super_block *sb)
-{
-	if (bpf_core_field_exists(struct mount, mnt_next_for_sb))
-		mounts_start_hlist(w, sb);
-	else
-		mounts_start_list(w, sb);
-}
-
-static __noinline __u64 next_mount_hlist(struct walk *w)
-{
-	__u64 m = w->cursor;
-
-	if (!m)
-		return 0;
-	w->cursor = (__u64)BPF_CORE_READ((struct mount *)m, mnt_next_for_sb);
-	return m;
-}
-
-static __noinline __u64 next_mount_list(struct walk *w)
-{
-	__u64 m = w->cursor;
-
-	if (!m || m == w->head)
-		return 0;
-	w->cursor = (__u64)BPF_CORE_READ((struct list_head *)m, next);
-	return m - bpf_core_field_offset(struct mount___old, mnt_instance);
-}
-
-/* The next mount of the file system, 0 after the last. */
-static __always_inline __u64 next_mount(struct walk *w)
-{
-	if (bpf_core_field_exists(struct mount, mnt_next_for_sb))
-		return next_mount_hlist(w);
-	return next_mount_list(w);
-}
-
-/* Back to the start. */
-static __always_inline void walk_restart(struct walk *w)
-{
-	w->dentry = w->start;
-	w->depth = 0;
-	w->resume = 0;
-}
-
-/*
- * The end of one walk: of the last one, or, with walk_mounts, of the walk
- * within the file system or from one of its mounts, and the next mount's
- * walk begins.
- */
 static __always_inline long walk_end(struct walk *w)
 {
-	if (w->mounts) {
-		__u64 m = next_mount(w);
-		if (m) {
-			walk_restart(w);
-			w->mount = m;
-			return 0;
-		}
-	}
 	w->done = 1;
 	return 1;
 }
@@ -377,17 +280,11 @@ static long walk_up(__u64 i, void *arg)
  * newd, when not 0, is a new entry about to be made in the directory inode
  * (d is the directory's dentry): the walk starts at it, so its own name is
  * looked up too, and events carry it in path.
- *
- * walk_mounts, for a hook that does not know the mount: the walk within
- * the file system stops at its root, so a file system mounted below a
- * listed directory (a tmpfs, a bind mount, made after the push by anyone)
- * would hide its files from the walk. Then every mount of the file system,
- * in any mount namespace, is walked up from d in turn: an inode is judged
- * by every place its file system is mounted, as it is under every name.
+
  */
 static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct dentry *d,
 					__u64 mount, __u32 bits, __u16 control, __u16 hook,
-					struct dentry *newd, bool walk_mounts)
+					struct dentry *newd)
 {
 	struct counters *c = counters_of(zone);
 	struct file_key k = {
@@ -397,7 +294,7 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 	};
 	struct policy p;
 	bool below = false;
-	struct walk w = { .start = newd ? (__u64)newd : (__u64)d, .zone = zone, .bits = bits };
+	struct walk w = { .dentry = newd ? (__u64)newd : (__u64)d, .zone = zone, .bits = bits };
 
 	count_check(c, control);
 	load_policy(zone, &p);
@@ -408,16 +305,9 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 		w.names = !!(p.flags & POLICY_FILE_NAMES);
 		w.trees = !!(p.flags & POLICY_FILE_TREES);
 		w.chains = !!(p.flags & POLICY_FILE_CHAINS);
-		walk_restart(&w);
 		if (mount)
 			w.mount = mount - bpf_core_field_offset(struct mount, mnt);
-		if (walk_mounts && !mount) {
-			w.mounts = 1;
-			mounts_start(&w, BPF_CORE_READ(d, d_sb));
-			bpf_loop(WALK_MOUNTS_MAX, walk_up, &w, 0);
-		} else {
-			bpf_loop(WALK_MAX, walk_up, &w, 0);
-		}
+		bpf_loop(WALK_MAX, walk_up, &w, 0);
 		if (w.hit) {
 			k.dev = w.dev;
 			k.ino = w.ino;
@@ -448,25 +338,20 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
 					__u64 mount, __u32 bits, __u16 control, __u16 hook)
 {
-	return entry_denied(zone, inode, d, mount, bits, control, hook, 0, false);
+	return entry_denied(zone, inode, d, mount, bits, control, hook, 0);
 }
 
 /* Metadata changes and new names: denied inodes and read_only trees. */
 #define FILE_DENY_CHANGES (FILE_DENY_OPEN | FILE_DENY_CHANGE)
 
-/*
- * walk_mounts: for the changes only inode hooks see (utimensat, xattrs,
- * ACLs: see entry_denied); links, renames and removal have path hooks,
- * which know the mount.
- */
-static __always_inline int change_denied(struct dentry *d, __u16 hook, bool walk_mounts)
+static __always_inline int change_denied(struct dentry *d, __u16 hook)
 {
 	__u32 zone = current_zone();
 
 	if (!zone)
 		return 0;
 	return entry_denied(zone, BPF_CORE_READ(d, d_inode), d, 0, FILE_DENY_CHANGES, CONTROL_FILE,
-			    hook, 0, walk_mounts);
+			    hook, 0);
 }
 
 /*
@@ -484,7 +369,7 @@ static __always_inline int create_denied(struct dentry *parent, __u64 mount, str
 	if (!zone)
 		return 0;
 	return entry_denied(zone, BPF_CORE_READ(parent, d_inode), parent, mount, FILE_DENY_CHANGES,
-			    CONTROL_FILE, hook, d, false);
+			    CONTROL_FILE, hook, d);
 }
 
 /*
@@ -527,7 +412,7 @@ int BPF_PROG(zone_inode_setattr)
 		return ret;
 	if (bpf_get_func_arg(ctx, n - 2, &d) || !d)
 		return 0;
-	return change_denied((struct dentry *)d, HOOK_LSM_INODE_SETATTR, true);
+	return change_denied((struct dentry *)d, HOOK_LSM_INODE_SETATTR);
 }
 
 SEC("lsm/inode_setxattr")
@@ -536,7 +421,7 @@ int BPF_PROG(zone_inode_setxattr, void *idmap, struct dentry *dentry, const char
 {
 	if (ret)
 		return ret;
-	return change_denied(dentry, HOOK_LSM_INODE_SETXATTR, true);
+	return change_denied(dentry, HOOK_LSM_INODE_SETXATTR);
 }
 
 SEC("lsm/inode_removexattr")
@@ -544,9 +429,7 @@ int BPF_PROG(zone_inode_removexattr, void *idmap, struct dentry *dentry, const c
 {
 	if (ret)
 		return ret;
-	/* Not through every mount: 6.12's verifier gives up on this program
-	 * with that walk (a million instructions), though not on the others. */
-	return change_denied(dentry, HOOK_LSM_INODE_REMOVEXATTR, false);
+	return change_denied(dentry, HOOK_LSM_INODE_REMOVEXATTR);
 }
 
 /* A new hard link: another name that no deny path covers. */
@@ -556,7 +439,7 @@ int BPF_PROG(zone_inode_link, struct dentry *old_dentry, struct inode *dir, stru
 {
 	if (ret)
 		return ret;
-	return change_denied(old_dentry, HOOK_LSM_INODE_LINK, false);
+	return change_denied(old_dentry, HOOK_LSM_INODE_LINK);
 }
 
 /* Moving a denied inode (or one below a denied directory) elsewhere, or
@@ -568,10 +451,10 @@ int BPF_PROG(zone_inode_rename, struct inode *old_dir, struct dentry *old_dentry
 {
 	if (ret)
 		return ret;
-	ret = change_denied(old_dentry, HOOK_LSM_INODE_RENAME, false);
+	ret = change_denied(old_dentry, HOOK_LSM_INODE_RENAME);
 	if (ret || !BPF_CORE_READ(new_dentry, d_inode))
 		return ret;
-	return change_denied(new_dentry, HOOK_LSM_INODE_RENAME, false);
+	return change_denied(new_dentry, HOOK_LSM_INODE_RENAME);
 }
 
 /* Removing a listed inode's name (or one below a listed directory): the
@@ -582,7 +465,7 @@ int BPF_PROG(zone_inode_unlink, struct inode *dir, struct dentry *dentry, int re
 {
 	if (ret)
 		return ret;
-	return change_denied(dentry, HOOK_LSM_INODE_UNLINK, false);
+	return change_denied(dentry, HOOK_LSM_INODE_UNLINK);
 }
 
 SEC("lsm/inode_rmdir")
@@ -590,7 +473,7 @@ int BPF_PROG(zone_inode_rmdir, struct inode *dir, struct dentry *dentry, int ret
 {
 	if (ret)
 		return ret;
-	return change_denied(dentry, HOOK_LSM_INODE_RMDIR, false);
+	return change_denied(dentry, HOOK_LSM_INODE_RMDIR);
 }
 
 /*
@@ -620,7 +503,7 @@ static __always_inline int acl_denied(unsigned long long *ctx, __u16 hook)
 	for (int i = 0; i < sizeof(ACL_PREFIX) - 1; i++)
 		if (buf[i] != ACL_PREFIX[i])
 			return 0;
-	return change_denied((struct dentry *)d, hook, true);
+	return change_denied((struct dentry *)d, hook);
 }
 
 SEC("lsm/inode_set_acl")

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "ea1ec83082571a023b39033d7f8cdb31d6d4fb91cf41c4c03cc45bdd50d55680"
+const rauhaObjectSHA256 = "0c8fde8b3aa4f14520028b548757fa5f888a31839f5fc785e1d3bdd1b50aee2e"

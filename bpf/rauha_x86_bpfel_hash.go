@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0bea10258b532d0be9640d6f974ea9f827b44e2587f276e38944a8e3b8b68286"
+const rauhaObjectSHA256 = "787870155254a110222b0ff49af7e95dcac27efb806fff38c6d63afce066a203"

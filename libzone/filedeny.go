@@ -507,7 +507,7 @@ var fileRoutes = []struct {
 	programs []string
 	denyOnly bool
 }{
-	{"file metadata", "chmod, chown, utimensat, truncate, xattr and ACL changes, also in file systems mounted below listed directories (every mount of the file system is walked)", []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl"}, false},
+	{"file metadata", "chmod, chown, utimensat, truncate, xattr and ACL changes", []string{"lsm/inode_setattr", "lsm/inode_setxattr", "lsm/inode_removexattr", "lsm/inode_set_acl", "lsm/inode_remove_acl"}, false},
 	{"file names", "new hard links to, renames and removal of listed inodes", []string{"lsm/inode_link", "lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir"}, false},
 	{"new entries", "create, mknod, mkdir, symlink, link and rename into listed directories and at listed names, also in mounts nested below them; chmod, chown, truncate, unlink and rmdir there too", []string{"lsm/path_chmod", "lsm/path_chown", "lsm/path_truncate", "lsm/path_unlink", "lsm/path_rmdir", "lsm/path_mknod", "lsm/path_mkdir", "lsm/path_symlink", "lsm/path_link", "lsm/path_rename"}, false},
 	{"file handles", "open_by_handle_at (judged by inode at open)", []string{"lsm/file_open"}, true},
