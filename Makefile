@@ -21,7 +21,7 @@ BUILDTAGS ?= seccomp urfave_cli_no_docs netgo osusergo runc_nocriu
 # the file, and 1-3 ms off each `rauha --version` here (hyperfine).
 STATIC    := -s -w -extldflags -static
 
-.PHONY: build agent crd build-arm64 vet-arm64 build-profile install generate test integration test-k8s test-vm test-all demo bench clean
+.PHONY: build agent agent-image crd build-arm64 vet-arm64 build-profile install generate test integration test-k8s test-vm test-all demo bench clean
 
 build:
 	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS) $(STATIC)" -o rauha .
@@ -30,6 +30,12 @@ build:
 # that rauha does not carry the Kubernetes client libraries.
 agent:
 	CGO_ENABLED=1 $(GO) build -trimpath -tags "$(BUILDTAGS)" -ldflags "$(LDFLAGS) $(STATIC)" -o rauha-agent ./cmd/rauha-agent
+
+# The image deploy/agent.yaml runs: the static agent alone, as an OCI archive
+# (import it on each node, or copy it to a registry).
+AGENT_IMAGE ?= localhost/rauha-agent:latest
+agent-image: agent
+	bash scripts/agent-image.sh rauha-agent rauha-agent-image.tar $(AGENT_IMAGE)
 
 # deploy/crd.yaml is generated from the Go types (a test keeps it so).
 crd:

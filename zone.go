@@ -238,6 +238,13 @@ func showObservations(c *cli.Context, name string) error {
 	if format == "json" {
 		return printJSON(obs, "  ")
 	}
+	notes, err := e.NotLearned()
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(os.Stderr, "note: "+n)
+	}
 	return printTable(8, func(w io.Writer) {
 		fmt.Fprint(w, "KIND\tOBJECT\tCOUNT\tFIRST\tLAST\tCOMM\tCONTAINER\n")
 		for _, o := range obs {
@@ -486,13 +493,19 @@ Apply it with 'rauha zone update NAME --policy FILE', after 'rauha zone simulate
 				Base   string `json:"base"`
 				Source string `json:"source"`
 				Count  int    `json:"observations"`
-			}{s, name, src, r.Source, len(r.Observations)}, "  ")
+				// NotRecorded: what the recording cannot hold here.
+				NotRecorded []string `json:"not_recorded,omitempty"`
+			}{s, name, src, r.Source, len(r.Observations), r.NotRecorded}, "  ")
 		}
-		_, err = os.Stdout.Write(s.TOML(
+		header := []string{
 			fmt.Sprintf("Suggested by 'rauha zone suggest %s' from %d recorded operations (%s) on %s,", name, len(r.Observations), recordingSource(r), r.Backend),
 			fmt.Sprintf("widening %s. Check it with 'rauha zone simulate %s --policy FILE',", src, name),
 			fmt.Sprintf("then apply it with 'rauha zone update %s --policy FILE'.", name),
-		))
+		}
+		for _, n := range r.NotRecorded {
+			header = append(header, "Not in the recording: "+n+".")
+		}
+		_, err = os.Stdout.Write(s.TOML(header...))
 		return err
 	},
 }

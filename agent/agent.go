@@ -107,6 +107,16 @@ func (r *Reconciler) apply(ctx context.Context, zp *v1alpha1.ZonePolicy) error {
 			if err == nil {
 				log.FromContext(ctx).Info("zone created", "root", e.Root(), "generation", zp.Generation)
 			}
+			// A pod naming the zone is refused by the runtime either way;
+			// with the note it says why (kubectl describe pod) instead of
+			// "does not exist".
+			reason := ""
+			if err != nil {
+				reason = fmt.Sprintf("this node refused ZonePolicy %s (generation %d): %v", zp.Name, zp.Generation, err)
+			}
+			if nerr := e.NoteRefusal(zp.Name, reason); nerr != nil {
+				err = errors.Join(err, nerr)
+			}
 		case err != nil:
 		case !info.Policy.Equal(p) || info.PolicySource != source:
 			_, err = e.UpdateZone(zp.Name, p, source)
@@ -174,6 +184,9 @@ func (r *Reconciler) forget(ctx context.Context, name string) (ctrl.Result, erro
 	var errs []error
 	retry := false
 	for _, e := range r.Engines {
+		if err := e.NoteRefusal(name, ""); err != nil {
+			errs = append(errs, fmt.Errorf("root %s: %w", e.Root(), err))
+		}
 		info, err := e.Zone(name)
 		if errors.Is(err, zone.ErrNotFound) {
 			continue

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,7 +67,10 @@ func installCRD(t *testing.T, c client.Client) {
 		}
 		for _, cond := range got.Status.Conditions {
 			if cond.Type == apiextv1.Established && cond.Status == apiextv1.ConditionTrue {
-				return true, nil
+				// Established comes before the API server's discovery
+				// serves the kind: wait until the client can map it.
+				_, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: v1alpha1.Kind}, v1alpha1.GroupVersion.Version)
+				return err == nil, err
 			}
 		}
 		return false, nil

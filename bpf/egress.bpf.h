@@ -612,6 +612,37 @@ static __always_inline int egress_judge(struct __sk_buff *skb, const struct cg_e
 }
 
 /*
+ * A learning zone records where its raw and ICMP ("ping") sockets send:
+ * the address hooks never see a raw socket's destination (connect and
+ * sendmsg hooks are TCP's and UDP's; with IP_HDRINCL the header holds it)
+ * and see a ping socket's only when it connects. TCP and UDP are recorded
+ * there, by the armed process that did it. Packet programs may not ask
+ * which task is current before Linux 6.14: a packet is recorded for its
+ * socket's member while the zone learns, without the program's name. The
+ * runtime's own set-up opens no such socket, and the netns's kernel sockets
+ * (ICMP errors and echo replies) are skipped.
+ */
+static __always_inline void learn_packet(struct __sk_buff *skb, const struct cg_entry *e,
+					 const struct packet *p)
+{
+	struct bpf_sock *bsk = skb->sk;
+
+	if (!bsk || p->unjudgeable || !learn_on() || !zone_learns(e->zone))
+		return;
+	bsk = bpf_sk_fullsock(bsk);
+	if (!bsk)
+		return;
+	bool ping = bsk->type == SOCK_DGRAM && (bsk->protocol == IPPROTO_ICMP || bsk->protocol == IPPROTO_ICMPV6);
+	if (bsk->type != SOCK_RAW && !ping)
+		return;
+	struct sock *sk = skb_sock(skb);
+	if (!sk || BPF_CORE_READ_BITFIELD_PROBED(sk, sk_kern_sock))
+		return;
+	learn_destination(e->zone, e->member, p->family, p->daddr, p->dport, sock_cookie_of_netns(sk), p->proto,
+			  addr_zone(p->family, p->daddr), true, e->cgid);
+}
+
+/*
  * Every IPv4/IPv6 packet a member's socket sends (TCP, UDP, raw, ICMP
  * "ping"), after routing, with the destination it really has. Other
  * families (packet sockets) never reach cgroup_skb programs: they need
@@ -640,7 +671,7 @@ int egress_skb(struct __sk_buff *skb)
 	if (!cached)
 		slot_resolve(skb, vs, g, cgid, &e);
 	bool restricted = e.flags & (POLICY_EGRESS_RESTRICTED | POLICY_ZONES_RESTRICTED);
-	if (!restricted && !(e.flags & POLICY_EGRESS_DENIES) && !e.zones_used)
+	if (!restricted && !(e.flags & (POLICY_EGRESS_DENIES | POLICY_LEARN)) && !e.zones_used)
 		return 1;
 
 	struct packet p = {};
@@ -650,6 +681,8 @@ int egress_skb(struct __sk_buff *skb)
 		parse_ip6(skb, &p);
 	else
 		return 1; /* not IP: no address to judge */
+	if (e.flags & POLICY_LEARN)
+		learn_packet(skb, &e, &p);
 
 	struct counters *c = counters_of(e.zone);
 	count_check(c, CONTROL_EGRESS);

@@ -71,6 +71,13 @@ type hookProgram struct {
 	// fallback: the LSM hook to attach to on kernels without the
 	// program's own, one that does its work there.
 	fallback string
+	// learning: a global program attached only while some zone learns
+	// (setLearning); it stays pinned as prog_<name> in between.
+	learning bool
+	// needs: the type the kernel's BTF must have for the program to load
+	// (a tracepoint newer than the oldest kernel supported); without it
+	// the program is left out, and what it does is not done.
+	needs string
 }
 
 var hookPrograms = []hookProgram{
@@ -82,10 +89,11 @@ var hookPrograms = []hookProgram{
 	{name: rauhaProgIngressSkb, shared: true, perMember: true, attach: ebpf.AttachCGroupInetIngress},
 	{name: rauhaProgObserveSysExit, shared: true, attach: ebpf.AttachTraceRawTp},
 	// Learning zones (learn.bpf.h).
-	{name: rauhaProgLearnExec, shared: true, attach: ebpf.AttachTraceRawTp},
-	{name: rauhaProgLearnFork, shared: true, attach: ebpf.AttachTraceRawTp},
-	{name: rauhaProgLearnExit, shared: true, attach: ebpf.AttachTraceRawTp},
-	{name: rauhaProgLearnSignal, shared: true, attach: ebpf.AttachTraceRawTp},
+	{name: rauhaProgLearnExec, shared: true, learning: true, attach: ebpf.AttachTraceRawTp},
+	{name: rauhaProgLearnFork, shared: true, learning: true, attach: ebpf.AttachTraceRawTp},
+	{name: rauhaProgLearnExit, shared: true, learning: true, attach: ebpf.AttachTraceRawTp},
+	{name: rauhaProgLearnSignal, shared: true, learning: true, attach: ebpf.AttachTraceRawTp},
+	{name: rauhaProgLearnCapable, learning: true, attach: ebpf.AttachTraceRawTp, needs: "btf_trace_cap_capable"},
 	{name: rauhaProgZoneFileOpen, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZoneBprmCheck, lsm: true, attach: ebpf.AttachLSMMac},
 	{name: rauhaProgZonePtrace, lsm: true, attach: ebpf.AttachLSMMac},
@@ -256,16 +264,19 @@ func open(pinDir, root string, lsm bool, obj object) (_ *Kernel, err error) {
 	// Load the programs of this backend that are not pinned yet, and those
 	// of another object, which replace the pinned ones.
 	var missing, replaced []hookProgram
-	want := map[string]bool{}
 	for _, p := range backendPrograms(lsm) {
 		switch {
 		case !exists(pinnedPath(pinDir, p)):
 			missing = append(missing, p)
 		case !current:
 			replaced = append(replaced, p)
-		default:
-			continue
 		}
+	}
+	if missing, err = supported(missing); err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, p := range slices.Concat(missing, replaced) {
 		want[p.name] = true
 	}
 	for name := range spec.Programs {
@@ -342,11 +353,22 @@ func open(pinDir, root string, lsm bool, obj object) (_ *Kernel, err error) {
 	// Programs pinned before this call must at least open (whether they
 	// use these maps is CheckPrograms', which verify and reconcile run).
 	for _, p := range backendPrograms(lsm) {
+		if p.needs != "" && !exists(pinnedPath(pinDir, p)) {
+			continue // the kernel lacks what it needs
+		}
 		prog, err := kern.pinnedProgram(p)
 		if err != nil {
 			return nil, err
 		}
 		prog.Close()
+	}
+	// The learning programs are attached as the zones need them now.
+	var learning uint32
+	if err := kern.maps.LearnActive.Lookup(uint32(0), &learning); err != nil {
+		return nil, fmt.Errorf("read whether a zone learns: %w", err)
+	}
+	if err := kern.setLearning(learning != 0); err != nil {
+		return nil, err
 	}
 	if err := kern.attachAnchor(); err != nil {
 		return nil, errors.Join(err, removeAnchor(pinDir))
@@ -357,10 +379,35 @@ func open(pinDir, root string, lsm bool, obj object) (_ *Kernel, err error) {
 	return kern, nil
 }
 
+// supported is ps without the programs the kernel lacks what they need for.
+func supported(ps []hookProgram) ([]hookProgram, error) {
+	var kernel *btf.Spec
+	out := ps[:0:0]
+	for _, p := range ps {
+		if p.needs != "" {
+			if kernel == nil {
+				var err error
+				if kernel, err = btf.LoadKernelSpec(); err != nil {
+					return nil, fmt.Errorf("read the kernel's BTF: %w", err)
+				}
+			}
+			var t *btf.Typedef
+			if err := kernel.TypeByName(p.needs, &t); errors.Is(err, btf.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("look up %s in the kernel's BTF: %w", p.needs, err)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // pinnedPath is where program p of a backend is pinned: its link for a
-// global program, the program itself for a per-member one.
+// global program, the program itself for a per-member one and for one
+// attached only while a zone learns.
 func pinnedPath(pinDir string, p hookProgram) string {
-	if p.perMember {
+	if p.perMember || p.learning {
 		return progPin(pinDir, p.name)
 	}
 	return linkPin(pinDir, p.name)
@@ -377,7 +424,9 @@ func pinnedPath(pinDir string, p hookProgram) string {
 // cgroup programs are opened when a member is attached.
 func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
 	for _, p := range backendPrograms(lsm) {
-		if !exists(pinnedPath(pinDir, p)) {
+		// A program the kernel may lack is not looked for: reading the
+		// kernel's BTF to tell would cost what this path saves.
+		if p.needs == "" && !exists(pinnedPath(pinDir, p)) {
 			return nil, nil
 		}
 	}
@@ -405,15 +454,27 @@ func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
 }
 
 // pinProgram attaches a global program and pins its link, or pins a
-// per-member program for AddMember to attach later.
+// per-member program for AddMember to attach later and a learning one for
+// setLearning. A learning program still attached by an object that pinned
+// it as a link is switched to prog.
 func pinProgram(pinDir string, p hookProgram, prog *ebpf.Program) (string, error) {
-	if p.perMember {
+	if p.learning && exists(linkPin(pinDir, p.name)) {
+		if err := replaceLink(pinDir, p, prog); err != nil {
+			return "", err
+		}
+	}
+	if p.perMember || p.learning {
 		pin := progPin(pinDir, p.name)
 		if err := prog.Pin(pin); err != nil {
 			return "", fmt.Errorf("pin program %s: %w", p.name, err)
 		}
 		return pin, nil
 	}
+	return pinProgramLink(pinDir, p, prog)
+}
+
+// pinProgramLink attaches the global program p and pins its link.
+func pinProgramLink(pinDir string, p hookProgram, prog *ebpf.Program) (string, error) {
 	l, err := attachGlobal(p, prog)
 	if err != nil {
 		return "", err
@@ -454,6 +515,9 @@ func (k *Kernel) CheckPrograms() error {
 		ours[id] = true
 	}
 	for _, p := range backendPrograms(k.lsm) {
+		if p.needs != "" && !exists(pinnedPath(k.pinDir, p)) {
+			continue // the kernel lacks what it needs
+		}
 		prog, err := k.pinnedProgram(p)
 		if err != nil {
 			return err
@@ -467,10 +531,10 @@ func (k *Kernel) CheckPrograms() error {
 	return nil
 }
 
-// pinnedProgram opens program p: a per-member program from its pin, a
-// global one through its pinned link.
+// pinnedProgram opens program p: a per-member or learning program from its
+// pin, a global one through its pinned link.
 func (k *Kernel) pinnedProgram(p hookProgram) (*ebpf.Program, error) {
-	if p.perMember {
+	if p.perMember || p.learning {
 		prog, err := ebpf.LoadPinnedProgram(progPin(k.pinDir, p.name), nil)
 		if err != nil {
 			return nil, fmt.Errorf("open pinned program %s: %w", p.name, err)

@@ -58,9 +58,27 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"tp_btf/sys_exit", "tp_btf/sched_process_exec", "tp_btf/sched_process_fork", "tp_btf/sched_process_exit", "tp_btf/signal_generate"}
-	if !slices.Equal(att, want) {
-		t.Errorf("Attached() = %q, want only the observer and the learning tracepoints %q", att, want)
+	if want := []string{"tp_btf/sys_exit"}; !slices.Equal(att, want) {
+		t.Errorf("Attached() = %q, want only the observer %q while no zone learns", att, want)
+	}
+
+	// The learning tracepoints run for every exec, fork, exit, signal and
+	// capability check of the host: attached only while a zone learns.
+	if err := k2.SetPolicy(4, ZonePolicy{Mode: ModeLearn}); err != nil {
+		t.Fatal(err)
+	}
+	learning := []string{"tp_btf/sys_exit", "tp_btf/sched_process_exec", "tp_btf/sched_process_fork", "tp_btf/sched_process_exit", "tp_btf/signal_generate"}
+	if LearnsCapabilities(pinDir, false) {
+		learning = append(learning, "tp_btf/cap_capable")
+	}
+	if att, err = k2.Attached(); err != nil || !slices.Equal(att, learning) {
+		t.Errorf("while zone 4 learns: Attached() = %q, %v; want %q", att, err, learning)
+	}
+	if err := k2.SetPolicy(4, ZonePolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	if att, err = k2.Attached(); err != nil || !slices.Equal(att, []string{"tp_btf/sys_exit"}) {
+		t.Errorf("after learning: Attached() = %q, %v; want only the observer", att, err)
 	}
 
 	if _, err := Open(pinDir, "", true); err == nil || !strings.Contains(err.Error(), "fallback backend") {

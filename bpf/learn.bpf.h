@@ -10,10 +10,14 @@
  * member), which the runtime's `init` never does (it is exec'd in the
  * runtime's mount namespace and enters the container's afterwards). Its
  * children inherit the arming at fork; it is forgotten when the process
- * exits. The programs (learn_exec, learn_fork, learn_exit, learn_signal,
- * and the observer's sys_exit, observer.bpf.h) are global tracepoints on
- * both backends; the egress programs and the bpf-lsm hooks record what they
- * see of armed processes.
+ * exits. The tracepoints learn_exec, learn_fork, learn_exit, learn_signal
+ * (both backends) and learn_capable (the fallback, Linux 6.14 and later;
+ * bpf-lsm records capabilities in lsm/capable) are attached only while
+ * some zone learns: they run for every exec, fork, exit, signal and
+ * capability check of the host. The deny observer's sys_exit, which stays
+ * attached for its events, records syscalls, files and ptrace
+ * (observer.bpf.h); the egress programs and the bpf-lsm hooks record what
+ * they see of armed processes.
  */
 #ifndef RAUHA_LEARN_BPF_H
 #define RAUHA_LEARN_BPF_H
@@ -121,16 +125,26 @@ static __always_inline struct learn_key *learn_key_new(__u32 zone, __u16 kind)
 	return key;
 }
 
-/* learn_record counts one occurrence of key's object. */
-static __always_inline void learn_record(struct learn_key *key)
+/*
+ * learn_record_by counts one occurrence of key's object. packet: the
+ * caller is a packet program, which before Linux 6.14 may not ask for the
+ * current task's cgroup and name: cgid is the sending socket's cgroup, and
+ * no program is named. Callers pass packet as a constant, so the other
+ * branch is not compiled in.
+ */
+static __always_inline void learn_record_by(struct learn_key *key, bool packet, __u64 cgid)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 	struct learn_value *v = bpf_map_lookup_elem(&learned, key);
 
 	if (!v) {
 		struct learn_value nv = { .count = 1, .first_ns = now, .last_ns = now };
-		nv.cgid = bpf_get_current_cgroup_id();
-		bpf_get_current_comm(nv.comm, sizeof(nv.comm));
+		if (packet) {
+			nv.cgid = cgid;
+		} else {
+			nv.cgid = bpf_get_current_cgroup_id();
+			bpf_get_current_comm(nv.comm, sizeof(nv.comm));
+		}
 		if (bpf_map_update_elem(&learned, key, &nv, BPF_NOEXIST) == 0)
 			return;
 		/* Another CPU recorded it first (or the map is full). */
@@ -140,6 +154,12 @@ static __always_inline void learn_record(struct learn_key *key)
 	}
 	__sync_fetch_and_add(&v->count, 1);
 	v->last_ns = now;
+}
+
+/* learn_record counts one occurrence of key's object, by the current task. */
+static __always_inline void learn_record(struct learn_key *key)
+{
+	learn_record_by(key, false, 0);
 }
 
 static __always_inline void learn_u32(__u32 zone, __u16 kind, __u32 value)
@@ -152,30 +172,22 @@ static __always_inline void learn_u32(__u32 zone, __u16 kind, __u32 value)
 	learn_record(key);
 }
 
-/* learn_path records a path in user memory. */
-static __always_inline void learn_user_path(__u32 zone, __u16 kind, const void *path)
-{
-	struct learn_key *key = learn_key_new(zone, kind);
-
-	if (!key || bpf_probe_read_user_str(key->object, sizeof(key->object), path) <= 1)
-		return;
-	learn_record(key);
-}
-
 /*
- * learn_egress records where an armed process of a learning zone sent to:
- * the zone of another zone's member (judged by network.allowed_zones when
- * enforced), or the address. Loopback of the member's own network namespace
- * is not egress. proto 0: the caller cannot tell (a packet program); nothing
- * is recorded.
+ * learn_destination records where zone's workload sent to: the zone of
+ * another zone's member (judged by network.allowed_zones when enforced),
+ * or the address. Loopback of the member's own network namespace is not
+ * egress. packet and cgid as for learn_record_by.
  */
-static __always_inline void learn_egress(__u32 zone, __u64 member, __u8 family, const __u32 addr[4],
-					 __u16 port, __u64 netns_cookie, __u8 proto, __u32 peer)
+static __always_inline void learn_destination(__u32 zone, __u64 member, __u8 family, const __u32 addr[4],
+					      __u16 port, __u64 netns_cookie, __u8 proto, __u32 peer,
+					      bool packet, __u64 cgid)
 {
-	if (!proto || learning_zone() != zone)
-		return;
 	if (peer && peer != zone) {
-		learn_u32(zone, LEARN_PEER_ZONE, peer);
+		struct learn_key *key = learn_key_new(zone, LEARN_PEER_ZONE);
+		if (key) {
+			__builtin_memcpy(key->object, &peer, sizeof(peer));
+			learn_record_by(key, packet, cgid);
+		}
 		return;
 	}
 	if (peer == zone)
@@ -190,13 +202,30 @@ static __always_inline void learn_egress(__u32 zone, __u64 member, __u8 family, 
 	struct learn_key *key = learn_key_new(zone, LEARN_EGRESS);
 	if (!key)
 		return;
+	/* ICMP "ping" sockets pass their echo id as the port: a protocol
+	 * without ports is recorded without one. */
+	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP && proto != IPPROTO_SCTP && proto != IPPROTO_UDPLITE)
+		port = 0;
 	struct learn_addr a = { .proto = proto, .family = family, .port = port };
 	if (family == AF_INET)
 		__builtin_memcpy(a.addr, addr, 4);
 	else
 		__builtin_memcpy(a.addr, addr, 16);
 	__builtin_memcpy(key->object, &a, sizeof(a));
-	learn_record(key);
+	learn_record_by(key, packet, cgid);
+}
+
+/*
+ * learn_egress records where an armed process of a learning zone sent to
+ * (learn_destination). proto 0: the caller cannot tell; nothing is
+ * recorded.
+ */
+static __always_inline void learn_egress(__u32 zone, __u64 member, __u8 family, const __u32 addr[4],
+					 __u16 port, __u64 netns_cookie, __u8 proto, __u32 peer)
+{
+	if (!proto || learning_zone() != zone)
+		return;
+	learn_destination(zone, member, family, addr, port, netns_cookie, proto, peer, false, 0);
 }
 
 #endif /* RAUHA_LEARN_BPF_H */

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -151,4 +152,45 @@ func (k *Kernel) SetLearnMember(cgid, mntns uint64) error {
 		return fmt.Errorf("register learning member %d: %w", cgid, err)
 	}
 	return nil
+}
+
+// setLearning attaches the learning programs (on) or detaches them: they
+// run for every exec, fork, exit, signal and capability check of the host,
+// so they are attached only while some zone learns. A program the kernel
+// lacks what it needs for is not pinned and stays out. The caller holds the
+// pin-directory lock.
+func (k *Kernel) setLearning(on bool) error {
+	for _, p := range backendPrograms(k.lsm) {
+		if !p.learning {
+			continue
+		}
+		pin := linkPin(k.pinDir, p.name)
+		switch attached := exists(pin); {
+		case !on && attached:
+			if err := detachPinned(pin); err != nil {
+				return err
+			}
+		case on && !attached:
+			prog, err := ebpf.LoadPinnedProgram(progPin(k.pinDir, p.name), nil)
+			if errors.Is(err, os.ErrNotExist) && p.needs != "" {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("open pinned program %s: %w", p.name, err)
+			}
+			_, err = pinProgramLink(k.pinDir, p, prog)
+			prog.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// LearnsCapabilities reports whether learning zones under pinDir record
+// the capabilities their workloads use: bpf-lsm does in lsm/capable, the
+// fallback where the kernel has the cap_capable tracepoint (Linux 6.14).
+func LearnsCapabilities(pinDir string, lsm bool) bool {
+	return lsm || exists(progPin(pinDir, rauhaProgLearnCapable))
 }

@@ -37,6 +37,15 @@ func TestDecodeLearned(t *testing.T) {
 	_ = binary.Write(&a4, binary.NativeEndian, rauhaLearnAddr{Proto: 6, Family: 2, Port: 8080, Addr: [16]byte{10, 0, 0, 2}})
 	egress := rauhaLearnKey{Zone: 5, Kind: uint16(LearnEgress)}
 	setObject(&egress, a4.Bytes())
+	// A ping or raw socket's packet (egress_skb): no port.
+	var icmp6 bytes.Buffer
+	_ = binary.Write(&icmp6, binary.NativeEndian, rauhaLearnAddr{Proto: 58, Family: 10, Addr: [16]byte{0xfd, 15: 1}})
+	ping := rauhaLearnKey{Zone: 5, Kind: uint16(LearnEgress)}
+	setObject(&ping, icmp6.Bytes())
+	capability := rauhaLearnKey{Zone: 5, Kind: uint16(LearnCapability)}
+	setObject(&capability, []byte{13, 0, 0, 0})
+	ptrace := rauhaLearnKey{Zone: 5, Kind: uint16(LearnPtrace)}
+	setObject(&ptrace, []byte{0, 0, 0, 0})
 	sys := rauhaLearnKey{Zone: 5, Kind: uint16(LearnSyscall)}
 	setObject(&sys, []byte{250, 0, 0, 0})
 
@@ -46,6 +55,9 @@ func TestDecodeLearned(t *testing.T) {
 	}{
 		{path, Learned{Zone: 5, Kind: LearnWrite, Path: "/var/x"}},
 		{egress, Learned{Zone: 5, Kind: LearnEgress, Addr: netip.MustParseAddrPort("10.0.0.2:8080"), Proto: 6}},
+		{ping, Learned{Zone: 5, Kind: LearnEgress, Addr: netip.MustParseAddrPort("[fd00::1]:0"), Proto: 58}},
+		{capability, Learned{Zone: 5, Kind: LearnCapability, Number: 13}},
+		{ptrace, Learned{Zone: 5, Kind: LearnPtrace, Number: 0}},
 		{sys, Learned{Zone: 5, Kind: LearnSyscall, Number: 250}},
 	} {
 		kb, vb := learnedEntry(t, tc.key, v)

@@ -92,8 +92,7 @@ func TestLSM(t *testing.T) {
 		"lsm/inode_link", "lsm/inode_rename", "lsm/inode_unlink", "lsm/inode_rmdir",
 		"lsm/path_chmod", "lsm/path_chown", "lsm/path_truncate", "lsm/path_unlink", "lsm/path_rmdir",
 		"lsm/path_mknod", "lsm/path_mkdir", "lsm/path_symlink", "lsm/path_link", "lsm/path_rename",
-		"lsm/unix_stream_connect", "lsm/unix_may_send",
-		"tp_btf/sched_process_exec", "tp_btf/sched_process_fork", "tp_btf/sched_process_exit", "tp_btf/signal_generate"}
+		"lsm/unix_stream_connect", "lsm/unix_may_send"} // no zone learns: no learning tracepoint
 	for _, zone := range []uint32{zoneA, zoneB} {
 		id := strconv.FormatUint(cgids[zone], 10)
 		want = append(want, "cgroup_skb/egress cgroup="+id, "cgroup_skb/ingress cgroup="+id)

@@ -115,6 +115,12 @@ static __always_inline unsigned long syscall_arg4(struct pt_regs *regs)
 	return BPF_CORE_READ(regs, r10);
 }
 
+/* user_ip is where the task resumes in user space. */
+static __always_inline unsigned long user_ip(struct pt_regs *regs)
+{
+	return BPF_CORE_READ(regs, ip);
+}
+
 #elif defined(__TARGET_ARCH_arm64)
 
 /* The generic syscall table: there is no open(2). */
@@ -162,6 +168,7 @@ static __always_inline unsigned long syscall_arg4(struct pt_regs *regs)
  * value at sys_exit; the first argument is kept in orig_x0. */
 struct pt_regs___rauha {
 	__u64 regs[31];
+	__u64 pc;
 	__u64 pstate;
 	__u64 orig_x0;
 	__s32 syscallno;
@@ -196,6 +203,11 @@ static __always_inline unsigned long syscall_arg5(struct pt_regs *regs)
 static __always_inline unsigned long syscall_arg4(struct pt_regs *regs)
 {
 	return BPF_CORE_READ((struct pt_regs___rauha *)regs, regs[3]);
+}
+
+static __always_inline unsigned long user_ip(struct pt_regs *regs)
+{
+	return BPF_CORE_READ((struct pt_regs___rauha *)regs, pc);
 }
 
 #else
@@ -292,19 +304,147 @@ static __always_inline int observed_control(long nr, long ret)
 	return -1;
 }
 
-/* fd_name copies the last name of the file at fd of task into buf
- * ("memfd:NAME" for a memfd); it leaves buf empty when there is none. */
-static __always_inline void fd_name(struct task_struct *task, int fd, char *buf)
+/* fd_file is the file at fd of the current task, or NULL. */
+static __always_inline struct file *fd_file(int fd)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd < 0 || fd >= (int)BPF_CORE_READ(fdt, max_fds))
-		return;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
 	struct file *f = NULL;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+
+	if (!fdt || fd < 0 || fd >= (int)BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
+}
+
+/* fd_name copies the last name of the file at fd of the current task into
+ * buf ("memfd:NAME" for a memfd); it leaves buf empty when there is none. */
+static __always_inline void fd_name(int fd, char *buf)
+{
+	struct file *f = fd_file(fd);
+	if (!f)
 		return;
 	const unsigned char *name = BPF_CORE_READ(f, f_path.dentry, d_name.name);
 	bpf_probe_read_kernel_str(buf, PATH_LEN, name);
+}
+
+#define LEARN_PATH_DEPTH 16
+#define LEARN_MOUNT_HOPS 4
+#define LEARN_NAME_MAX 64
+#define AT_FDCWD -100
+
+/*
+ * learn_path_of writes the path of the dentry d on the mount mnt as the
+ * current task sees it (from its root) into out (LEARN_OBJECT_LEN bytes,
+ * zeroed) and returns its length (0: the task's root itself): what d_path
+ * does, which tracepoints may not call. It climbs out of at most
+ * LEARN_MOUNT_HOPS mounts below the root's (a tmpfs on /tmp, a volume), at
+ * most LEARN_PATH_DEPTH components of at most LEARN_NAME_MAX - 1 bytes; a
+ * path beyond that, or outside the task's root: -1.
+ */
+static __noinline int learn_path_of(struct dentry *d, struct vfsmount *mnt, char *out)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dentry *root = BPF_CORE_READ(task, fs, root.dentry);
+	struct vfsmount *rootmnt = BPF_CORE_READ(task, fs, root.mnt);
+	struct dentry *parts[LEARN_PATH_DEPTH] = {};
+	__u64 mnt_off = bpf_core_field_offset(struct mount, mnt);
+	int n = 0, hops = 0;
+
+	if (!out)
+		return -1;
+	for (int i = 0; i < LEARN_PATH_DEPTH + LEARN_MOUNT_HOPS; i++) {
+		if (d == root && mnt == rootmnt)
+			break;
+		if (d == BPF_CORE_READ(mnt, mnt_root)) {
+			/* The top of a mount: go on from where it is mounted. */
+			struct mount *m = (struct mount *)((void *)mnt - mnt_off);
+			struct mount *parent = BPF_CORE_READ(m, mnt_parent);
+			if (parent == m || ++hops > LEARN_MOUNT_HOPS)
+				return -1;
+			d = BPF_CORE_READ(m, mnt_mountpoint);
+			mnt = (struct vfsmount *)((void *)parent + mnt_off);
+			continue;
+		}
+		if (n >= LEARN_PATH_DEPTH)
+			return -1;
+		parts[n & (LEARN_PATH_DEPTH - 1)] = d;
+		n++;
+		d = BPF_CORE_READ(d, d_parent);
+	}
+	if (d != root || mnt != rootmnt)
+		return -1;
+	__u32 off = 0;
+	for (int i = LEARN_PATH_DEPTH - 1; i >= 0; i--) {
+		if (i >= n)
+			continue;
+		if (off > LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)
+			return -1;
+		out[off & (LEARN_OBJECT_LEN - 1)] = '/';
+		off++;
+		const unsigned char *name = BPF_CORE_READ(parts[i], d_name.name);
+		long r = bpf_probe_read_kernel_str(out + (off & (LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)), LEARN_NAME_MAX, name);
+		if (r <= 1)
+			return -1;
+		off += r - 1;
+	}
+	return off;
+}
+
+/* learn_file_path writes the path of file into out (learn_path_of); false
+ * when it has none there. */
+static __always_inline bool learn_file_path(struct file *file, char *out)
+{
+	return learn_path_of(BPF_CORE_READ(file, f_path.dentry), BPF_CORE_READ(file, f_path.mnt), out) > 0;
+}
+
+/*
+ * learn_user_path_at records a path in user memory that a syscall resolved
+ * against dirfd (AT_FDCWD: the working directory), as a policy names it:
+ * a relative path is made absolute against that directory's path, which
+ * is what `cd /var/lib/app && touch x` and mkdir -p's mkdirat(parent, "x")
+ * pass. A relative path whose directory has no path here (too deep, outside
+ * the root) or that leaves too little room is recorded as passed:
+ * zone suggest reports it as unresolved.
+ */
+static __noinline void learn_user_path_at(__u32 zone, __u16 kind, int dirfd, const char *path)
+{
+	struct learn_key *key = learn_key_new(zone, kind);
+	char c = 0;
+
+	if (!key || !path || bpf_probe_read_user(&c, 1, path) || c == 0)
+		return;
+	if (c != '/') {
+		struct dentry *d;
+		struct vfsmount *mnt;
+		if (dirfd == AT_FDCWD) {
+			struct task_struct *task = bpf_get_current_task_btf();
+			d = BPF_CORE_READ(task, fs, pwd.dentry);
+			mnt = BPF_CORE_READ(task, fs, pwd.mnt);
+		} else {
+			struct file *f = fd_file(dirfd);
+			if (!f)
+				goto as_passed;
+			d = BPF_CORE_READ(f, f_path.dentry);
+			mnt = BPF_CORE_READ(f, f_path.mnt);
+		}
+		int off = learn_path_of(d, mnt, key->object);
+		if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
+			goto as_passed;
+		key->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
+		off++;
+		long r = bpf_probe_read_user_str(key->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, path);
+		if (r > 1 && r < LEARN_OBJECT_LEN / 2) {
+			learn_record(key);
+			return;
+		}
+	}
+as_passed:
+	__builtin_memset(key->object, 0, sizeof(key->object));
+	if (bpf_probe_read_user_str(key->object, sizeof(key->object), path) > 1)
+		learn_record(key);
 }
 
 #define O_ACCMODE 03
@@ -313,19 +453,43 @@ static __always_inline void fd_name(struct task_struct *task, int fd, char *buf)
 #define O_PATH 010000000
 
 /* learn_open records a path opened, as read or write by its flags. */
-static __always_inline void learn_open(__u32 zone, const void *path, __u64 flags)
+static __always_inline void learn_open(__u32 zone, int dirfd, const void *path, __u64 flags)
 {
 	if (flags & O_PATH)
 		return; /* a handle for *at calls: what they do is recorded itself */
 	bool write = (flags & O_ACCMODE) || (flags & (O_CREAT | O_TRUNC));
-	learn_user_path(zone, write ? LEARN_WRITE : LEARN_READ, (const void *)path);
+	learn_user_path_at(zone, write ? LEARN_WRITE : LEARN_READ, dirfd, path);
+}
+
+#define PTRACE_ATTACH 16
+#define PTRACE_SEIZE 0x4206
+
+/*
+ * learn_tracee records the zone of the task the current one attached to
+ * last (outside its own zone): ptrace_link adds a new tracee at the head of
+ * the tracer's ptraced list, and sys_exit runs in the tracer before it can
+ * attach again. The pid passed is of the tracer's pid namespace, which no
+ * helper resolves on every kernel; the list holds the task itself.
+ */
+static __always_inline void learn_tracee(__u32 zone)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct list_head *first = BPF_CORE_READ(cur, ptraced.next);
+
+	if (!first || (void *)first == (void *)&cur->ptraced)
+		return;
+	struct task_struct *t = (void *)first - bpf_core_field_offset(struct task_struct, ptrace_entry);
+	__u32 target = task_zone(t);
+	if (target != zone)
+		learn_u32(zone, LEARN_PTRACE, target);
 }
 
 /*
  * learn_sys_exit records what a syscall of an armed process of a learning
  * zone did: the syscalls its base policy denies (whatever they returned),
  * and the files it opened or whose names or metadata it changed (when the
- * syscall succeeded). Paths are recorded as the process passed them.
+ * syscall succeeded), and the zone of a task it attached to with ptrace.
+ * Paths are recorded absolute (learn_user_path_at).
  */
 static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 {
@@ -344,55 +508,59 @@ static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 	syscall_args(regs, a);
 	switch (metadata_syscall(nr)) {
 	case 1:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+		learn_user_path_at(zone, LEARN_WRITE, AT_FDCWD, (void *)a[0]);
 		return;
 	case 2:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
+		learn_user_path_at(zone, LEARN_WRITE, (int)a[0], (void *)a[1]);
 		return;
 	}
 	switch (nr) {
+	case NR_ptrace:
+		if (a[0] == PTRACE_ATTACH || a[0] == PTRACE_SEIZE)
+			learn_tracee(zone);
+		break;
 #ifdef NR_open
 	case NR_open:
-		learn_open(zone, (void *)a[0], a[1]);
+		learn_open(zone, AT_FDCWD, (void *)a[0], a[1]);
 		break;
 	case NR_creat:
 	case NR_mkdir:
 	case NR_rmdir:
 	case NR_unlink:
 	case NR_mknod:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+		learn_user_path_at(zone, LEARN_WRITE, AT_FDCWD, (void *)a[0]);
 		break;
 	case NR_rename:
 	case NR_symlink:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
+		learn_user_path_at(zone, LEARN_WRITE, AT_FDCWD, (void *)a[1]);
 		if (nr == NR_rename)
-			learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+			learn_user_path_at(zone, LEARN_WRITE, AT_FDCWD, (void *)a[0]);
 		break;
 #endif
 	case NR_truncate:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[0]);
+		learn_user_path_at(zone, LEARN_WRITE, AT_FDCWD, (void *)a[0]);
 		break;
 	case NR_openat:
-		learn_open(zone, (void *)a[1], a[2]);
+		learn_open(zone, (int)a[0], (void *)a[1], a[2]);
 		break;
 	case NR_openat2: {
 		__u64 flags = 0; /* struct open_how starts with the flags */
 		bpf_probe_read_user(&flags, sizeof(flags), (void *)a[2]);
-		learn_open(zone, (void *)a[1], flags);
+		learn_open(zone, (int)a[0], (void *)a[1], flags);
 		break;
 	}
 	case NR_mkdirat:
 	case NR_mknodat:
 	case NR_unlinkat:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
+		learn_user_path_at(zone, LEARN_WRITE, (int)a[0], (void *)a[1]);
 		break;
 	case NR_symlinkat:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[2]);
+		learn_user_path_at(zone, LEARN_WRITE, (int)a[1], (void *)a[2]);
 		break;
 	case NR_renameat:
 	case NR_renameat2:
-		learn_user_path(zone, LEARN_WRITE, (void *)a[1]);
-		learn_user_path(zone, LEARN_WRITE, (void *)syscall_arg4(regs));
+		learn_user_path_at(zone, LEARN_WRITE, (int)a[0], (void *)a[1]);
+		learn_user_path_at(zone, LEARN_WRITE, (int)a[2], (void *)syscall_arg4(regs));
 		break;
 	}
 }
@@ -430,7 +598,6 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	if (!e)
 		return 0;
 	e->syscall = nr;
-	struct task_struct *task = bpf_get_current_task_btf();
 
 	switch (metadata_syscall(nr)) {
 	case 1:
@@ -455,12 +622,12 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		/* fexecve passes an empty path: name the fd's file instead. */
 		if (bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1) <= 1) {
 			e->arg = a0;
-			fd_name(task, (int)a0, e->path);
+			fd_name((int)a0, e->path);
 		}
 		break;
 	case NR_mmap:
 		e->arg = syscall_arg5(regs);
-		fd_name(task, (int)e->arg, e->path);
+		fd_name((int)e->arg, e->path);
 		break;
 	case NR_mprotect:
 		e->arg = a0;
@@ -482,7 +649,7 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	case NR_pidfd_send_signal:
 		/* The target is a pidfd (or a /proc/PID directory): its name. */
 		e->arg = a1;
-		fd_name(task, (int)a0, e->path);
+		fd_name((int)a0, e->path);
 		break;
 	case NR_ptrace:
 		e->target_pid = (__s32)a1;
@@ -510,65 +677,20 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-#define LEARN_PATH_DEPTH 16
-#define LEARN_NAME_MAX 64
-
-/*
- * learn_file_path writes the path of file as the current task sees it (from
- * its root) into out (LEARN_OBJECT_LEN bytes, zeroed): what d_path does,
- * which tracepoints may not call. Only within the mount of the task's root
- * (a file on another mount: false), at most LEARN_PATH_DEPTH components of
- * at most LEARN_NAME_MAX - 1 bytes (a longer path: false).
- */
-static __noinline bool learn_file_path(struct file *file, char *out)
+/* learn_vma_file is bpf_find_vma's callback: the file of the mapping. */
+static long learn_vma_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct dentry *root = BPF_CORE_READ(task, fs, root.dentry);
-	struct vfsmount *rootmnt = BPF_CORE_READ(task, fs, root.mnt);
-	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
-	struct dentry *parts[LEARN_PATH_DEPTH] = {};
-	int n = 0;
-
-	if (!out || BPF_CORE_READ(file, f_path.mnt) != rootmnt)
-		return false;
-	for (int i = 0; i < LEARN_PATH_DEPTH; i++) {
-		if (d == root)
-			break;
-		parts[i] = d;
-		n = i + 1;
-		d = BPF_CORE_READ(d, d_parent);
-	}
-	if (n == 0 || d != root)
-		return false;
-	__u32 off = 0;
-	for (int i = LEARN_PATH_DEPTH - 1; i >= 0; i--) {
-		if (i >= n)
-			continue;
-		if (off > LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)
-			return false;
-		out[off & (LEARN_OBJECT_LEN - 1)] = '/';
-		off++;
-		const unsigned char *name = BPF_CORE_READ(parts[i], d_name.name);
-		long r = bpf_probe_read_kernel_str(out + (off & (LEARN_OBJECT_LEN - LEARN_NAME_MAX - 1)), LEARN_NAME_MAX, name);
-		if (r <= 1)
-			return false;
-		off += r - 1;
-	}
-	return true;
+	*(struct file **)data = BPF_CORE_READ(vma, vm_file);
+	return 0;
 }
 
-/* The exec'd file's name as passed, unless that names it through a file
- * descriptor or /proc (busybox runs its applets as /proc/self/exe, fexecve
- * as /dev/fd/N): then its path. */
-static __always_inline bool exec_by_path(const char *f)
+/* learn_exec_file records file as executed, by its path, in key (an exec
+ * key of the learning zone, reused). */
+static __always_inline void learn_exec_file(struct learn_key *key, struct file *file)
 {
-	if (f[0] != '/')
-		return false;
-	if (f[1] == 'p' && f[2] == 'r' && f[3] == 'o' && f[4] == 'c' && f[5] == '/')
-		return false;
-	if (f[1] == 'd' && f[2] == 'e' && f[3] == 'v' && f[4] == '/' && f[5] == 'f' && f[6] == 'd')
-		return false;
-	return true;
+	__builtin_memset(key->object, 0, sizeof(key->object));
+	if (learn_file_path(file, key->object))
+		learn_record(key);
 }
 
 /* An armed process's exec is recorded; a member of a learning zone is
@@ -596,14 +718,35 @@ int BPF_PROG(learn_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	struct learn_key *key = learn_key_new(zone, LEARN_EXEC);
 	if (!key)
 		return 0;
-	if (bpf_probe_read_kernel_str(key->object, sizeof(key->object), BPF_CORE_READ(bprm, filename)) <= 1)
-		return 0;
-	if (!exec_by_path(key->object)) {
+	/*
+	 * The file that runs, by its path: what exec rules judge (a rule names
+	 * a path and applies to the file it resolves to), whatever name led to
+	 * it (a symlink such as /usr/bin/nc to busybox, /proc/self/exe, a
+	 * descriptor). A script's file is gone by now (bprm->file is its
+	 * interpreter's, and bprm->interp no longer the name passed): it is
+	 * recorded by that name, and its interpreter by path. A file without a
+	 * path here (learn_path_of): the name passed.
+	 */
+	struct file *file = BPF_CORE_READ(bprm, file);
+	bool script = BPF_CORE_READ(bprm, interp) != BPF_CORE_READ(bprm, filename);
+	if (script || !learn_file_path(file, key->object)) {
 		__builtin_memset(key->object, 0, sizeof(key->object));
-		if (!learn_file_path(BPF_CORE_READ(bprm, file), key->object))
+		if (bpf_probe_read_kernel_str(key->object, sizeof(key->object), BPF_CORE_READ(bprm, filename)) <= 1)
 			return 0;
 	}
 	learn_record(key);
+
+	/* The kernel also runs, and Landlock judges as executed, a script's
+	 * interpreter and an ELF program's dynamic loader, which it maps and
+	 * starts the program in: the mapping the new instruction pointer lies
+	 * in. */
+	if (script)
+		learn_exec_file(key, file);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct file *entry = NULL;
+	if (bpf_find_vma(task, user_ip(regs), learn_vma_file, &entry, 0) == 0 && entry && entry != file)
+		learn_exec_file(key, entry);
 	return 0;
 }
 
@@ -658,6 +801,28 @@ int BPF_PROG(learn_signal, int sig, struct kernel_siginfo *info, struct task_str
 	__u32 target = task_zone(task);
 	if (target != zone)
 		learn_u32(zone, LEARN_SIGNAL, target);
+	return 0;
+}
+
+/*
+ * Capabilities an armed process was granted, on the fallback (bpf-lsm
+ * records them in lsm/capable). The tracepoint exists from Linux 6.14: the
+ * loader leaves the program out where the kernel lacks it. It fires after
+ * the capability was computed, for every check of the host, so the loader
+ * attaches it only while some zone learns. Unlike lsm/capable it cannot
+ * tell a CAP_OPT_NOAUDIT probe from a check the process needed (the only
+ * frequent one, CAP_SYS_ADMIN when memory is committed, succeeds only for
+ * tasks that hold CAP_SYS_ADMIN); checks that failed are not recorded.
+ */
+SEC("tp_btf/cap_capable")
+int BPF_PROG(learn_capable, const struct cred *cred, struct user_namespace *target_ns,
+	     const struct user_namespace *capable_ns, int cap, int ret)
+{
+	if (ret || cap < 0 || cap > 63)
+		return 0;
+	__u32 zone = learning_zone();
+	if (zone)
+		learn_u32(zone, LEARN_CAPABILITY, cap);
 	return 0;
 }
 

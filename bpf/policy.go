@@ -914,6 +914,9 @@ func (k *Kernel) refreshZonesInUse() error {
 	if err := k.maps.LearnActive.Update(uint32(0), learn, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("set whether a zone learns: %w", err)
 	}
+	if err := k.setLearning(learn != 0); err != nil {
+		return err
+	}
 	return k.setZonesInUse(on)
 }
 

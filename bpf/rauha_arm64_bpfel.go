@@ -365,6 +365,7 @@ const (
 	rauhaProgEgressSendmsg6        = "egress_sendmsg6"
 	rauhaProgEgressSkb             = "egress_skb"
 	rauhaProgIngressSkb            = "ingress_skb"
+	rauhaProgLearnCapable          = "learn_capable"
 	rauhaProgLearnExec             = "learn_exec"
 	rauhaProgLearnExit             = "learn_exit"
 	rauhaProgLearnFork             = "learn_fork"
@@ -458,6 +459,7 @@ type rauhaProgramSpecs struct {
 	EgressSendmsg6        *ebpf.ProgramSpec `ebpf:"egress_sendmsg6"`
 	EgressSkb             *ebpf.ProgramSpec `ebpf:"egress_skb"`
 	IngressSkb            *ebpf.ProgramSpec `ebpf:"ingress_skb"`
+	LearnCapable          *ebpf.ProgramSpec `ebpf:"learn_capable"`
 	LearnExec             *ebpf.ProgramSpec `ebpf:"learn_exec"`
 	LearnExit             *ebpf.ProgramSpec `ebpf:"learn_exit"`
 	LearnFork             *ebpf.ProgramSpec `ebpf:"learn_fork"`
@@ -645,6 +647,7 @@ type rauhaPrograms struct {
 	EgressSendmsg6        *ebpf.Program `ebpf:"egress_sendmsg6"`
 	EgressSkb             *ebpf.Program `ebpf:"egress_skb"`
 	IngressSkb            *ebpf.Program `ebpf:"ingress_skb"`
+	LearnCapable          *ebpf.Program `ebpf:"learn_capable"`
 	LearnExec             *ebpf.Program `ebpf:"learn_exec"`
 	LearnExit             *ebpf.Program `ebpf:"learn_exit"`
 	LearnFork             *ebpf.Program `ebpf:"learn_fork"`
@@ -695,6 +698,7 @@ func (p *rauhaPrograms) Close() error {
 		p.EgressSendmsg6,
 		p.EgressSkb,
 		p.IngressSkb,
+		p.LearnCapable,
 		p.LearnExec,
 		p.LearnExit,
 		p.LearnFork,

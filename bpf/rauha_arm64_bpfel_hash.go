@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0c8fde8b3aa4f14520028b548757fa5f888a31839f5fc785e1d3bdd1b50aee2e"
+const rauhaObjectSHA256 = "0a39ca06a0b5da51fe2ef3bc56ff4a1307e092537147de9f52ed0d2fb29f0856"

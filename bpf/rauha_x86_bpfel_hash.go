@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "787870155254a110222b0ff49af7e95dcac27efb806fff38c6d63afce066a203"
+const rauhaObjectSHA256 = "e5d4280e8dc8ac92713e8513de461f9e4a7d62172060da1593206ec3316249d6"

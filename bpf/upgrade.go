@@ -140,9 +140,23 @@ func (c carriedMaps) close() {
 // replaceProgram puts prog in the place of the pinned program p of another
 // object (see above).
 func replaceProgram(pinDir string, p hookProgram, prog *ebpf.Program) error {
-	if p.perMember {
+	switch {
+	case p.perMember:
 		return replaceCgroupProgram(pinDir, p, prog)
+	case p.learning:
+		if exists(linkPin(pinDir, p.name)) {
+			if err := replaceLink(pinDir, p, prog); err != nil {
+				return err
+			}
+		}
+		return repinProgram(pinDir, p, prog)
 	}
+	return replaceLink(pinDir, p, prog)
+}
+
+// replaceLink puts a link of prog in the place of the pinned link of the
+// global program p.
+func replaceLink(pinDir string, p hookProgram, prog *ebpf.Program) error {
 	pin := linkPin(pinDir, p.name)
 	old, err := link.LoadPinnedLink(pin, nil)
 	if err != nil {
@@ -195,6 +209,11 @@ func replaceCgroupProgram(pinDir string, p hookProgram, prog *ebpf.Program) erro
 			return fmt.Errorf("switch link %s to the new %s: %w", pin, p.name, err)
 		}
 	}
+	return repinProgram(pinDir, p, prog)
+}
+
+// repinProgram replaces the pin of program p with prog.
+func repinProgram(pinDir string, p hookProgram, prog *ebpf.Program) error {
 	pin := progPin(pinDir, p.name)
 	tmp := pin + "_new"
 	_ = os.Remove(tmp)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -258,6 +259,73 @@ func TestUpgradeFromUnrecordedPins(t *testing.T) {
 	}
 }
 
+// An object that kept the learning programs attached from install on
+// pinned their links, not the programs: the upgrade pins the new programs
+// and detaches the old links while no zone learns; learning attaches the
+// new ones.
+func TestUpgradeFromAttachedLearningPrograms(t *testing.T) {
+	pinDir, root, _, _ := upgradeFixture(t, olderObject(nil))
+	old := map[string]ebpf.ProgramID{}
+	for _, p := range backendPrograms(false) {
+		if !p.learning || !exists(progPin(pinDir, p.name)) {
+			continue
+		}
+		prog, err := ebpf.LoadPinnedProgram(progPin(pinDir, p.name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pinProgramLink(pinDir, p, prog); err != nil {
+			t.Fatal(err)
+		}
+		prog.Close()
+		if err := os.Remove(progPin(pinDir, p.name)); err != nil {
+			t.Fatal(err)
+		}
+		_, old[p.name] = linkProgram(t, linkPin(pinDir, p.name))
+	}
+	if len(old) == 0 {
+		t.Fatal("no learning program installed")
+	}
+	k, err := Open(pinDir, root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	for name, id := range old {
+		if exists(linkPin(pinDir, name)) {
+			t.Errorf("%s is still attached while no zone learns", name)
+		}
+		if now := pinnedProgramID(t, progPin(pinDir, name)); now == id {
+			t.Errorf("%s: the old program %d is still pinned", name, id)
+		}
+		// Detached, the old program is freed once the kernel gets to it.
+		gone := false
+		for range 100 {
+			prog, err := ebpf.NewProgramFromID(id)
+			if err != nil {
+				gone = true
+				break
+			}
+			prog.Close()
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !gone {
+			t.Errorf("%s: the old program %d is still loaded", name, id)
+		}
+	}
+	if err := k.SetPolicy(3, ZonePolicy{Mode: ModeLearn}); err != nil {
+		t.Fatal(err)
+	}
+	for name := range old {
+		if _, p := linkProgram(t, linkPin(pinDir, name)); p != pinnedProgramID(t, progPin(pinDir, name)) {
+			t.Errorf("%s: learning attached program %d, not the pinned one", name, p)
+		}
+	}
+	if err := k.CheckPrograms(); err != nil {
+		t.Error(err)
+	}
+}
+
 // A map whose size changed (not its key or value) is carried into a new
 // map with every entry before the new programs use it; one whose value
 // layout changed cannot be, and Open says so without touching the pins.
@@ -353,19 +421,26 @@ func TestUpgradeLSM(t *testing.T) {
 	}
 	k.Close()
 	// The global links; per-member programs (cgroup_skb/egress and
-	// ingress) are linked to the member's cgroup instead.
-	var global []hookProgram
+	// ingress) are linked to the member's cgroup instead, and the learning
+	// ones are only pinned while no zone learns.
+	var global, learning []hookProgram
 	perMember := 0
 	for _, p := range backendPrograms(true) {
-		if !p.perMember {
-			global = append(global, p)
-		} else {
+		switch {
+		case p.perMember:
 			perMember++
+		case p.learning:
+			learning = append(learning, p)
+		default:
+			global = append(global, p)
 		}
 	}
 	before := map[string]ebpf.ProgramID{}
 	for _, p := range global {
 		_, before[p.name] = linkProgram(t, linkPin(pinDir, p.name))
+	}
+	for _, p := range learning {
+		before[p.name] = pinnedProgramID(t, progPin(pinDir, p.name))
 	}
 
 	loop := startLoop(t, workload{cgroup: cg}, "open-loop", file)
@@ -380,6 +455,11 @@ func TestUpgradeLSM(t *testing.T) {
 	for _, p := range global {
 		if _, now := linkProgram(t, linkPin(pinDir, p.name)); now == before[p.name] {
 			t.Errorf("%s still runs the old program", p.name)
+		}
+	}
+	for _, p := range learning {
+		if now := pinnedProgramID(t, progPin(pinDir, p.name)); now == before[p.name] {
+			t.Errorf("%s: the old program is still pinned", p.name)
 		}
 	}
 	att, err := k.Attached()

@@ -147,7 +147,7 @@ func (e *Engine) resolveZone(id, bundle string, config *configs.Config, annotati
 		// A zone named by annotation is the operator's: a typo, or a zone
 		// whose create was refused, must not run the workload under a
 		// policy nobody chose.
-		err = errNoSuchZone(name)
+		err = e.errNoSuchZone(name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("record container %s in zone %s: %w", id, name, err)
@@ -273,6 +273,11 @@ func (e *Engine) persist(a *admission) error {
 			if err := tx.Lease(a.rec, a.zone.Policy.Network.Subnet, hostRoutes()); err != nil {
 				return err
 			}
+			if a.zone.Policy.Network.WantsIPv6() {
+				if err := tx.Lease6(a.rec, a.zone.Policy.Network.Subnet6, zone.ULAPool(e.root), hostRoutes6()); err != nil {
+					return err
+				}
+			}
 		}
 		return tx.PutContainer(a.rec)
 	})
@@ -288,8 +293,12 @@ func errHasRecord(id, root string) error {
 }
 
 // errNoSuchZone is the refusal of a container that names a zone nobody
-// created and no policy to create it with.
-func errNoSuchZone(name string) error {
+// created and no policy to create it with; or, when the zone was asked for
+// and this root refused it (NoteRefusal), the reason it was refused.
+func (e *Engine) errNoSuchZone(name string) error {
+	if notes, err := e.refusals(); err == nil && notes[name] != "" {
+		return fmt.Errorf("zone %s does not exist on this node: %s", name, notes[name])
+	}
 	return fmt.Errorf("zone %s does not exist: create it first with 'rauha zone create %s --preset %s' or 'rauha zone create %s --policy FILE', or name its policy in the annotation %s",
 		name, name, strings.Join(zone.PresetNames(), "|"), name, AnnotationPolicy)
 }

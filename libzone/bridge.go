@@ -70,13 +70,15 @@ func bridgedNetns(cfg *configs.Config) bool {
 // the host's (other than a default route) overlaps a subnet. The routes
 // are listed once, at the first question, which only a zone's first
 // bridged member asks.
-func hostRoutes() func(netip.Prefix) bool {
+func hostRoutes() func(netip.Prefix) bool { return hostRoutesOf(netlink.FAMILY_V4) }
+
+func hostRoutesOf(family int) func(netip.Prefix) bool {
 	var routes []netip.Prefix
 	listed := false
 	return func(p netip.Prefix) bool {
 		if !listed {
 			listed = true
-			rs, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+			rs, err := netlink.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 			if err == nil {
 				for _, r := range rs {
 					if q, ok := ipNetPrefix(r.Dst); ok && q.Bits() > 0 {
@@ -149,6 +151,11 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) error
 	if err != nil {
 		return err
 	}
+	if rec.Lease6 != nil {
+		if err := ensureBridge6(zoneName, br, rec.Lease6); err != nil {
+			return err
+		}
+	}
 	ns, err := netns.GetFromPath("/proc/" + strconv.Itoa(pid) + "/ns/net")
 	if err != nil {
 		return fmt.Errorf("open the network namespace of pid %d: %w", pid, err)
@@ -187,10 +194,10 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) error
 	if err != nil {
 		return fmt.Errorf("container %s: %s: %w", rec.ID, memberLink, err)
 	}
-	// Bridged members are IPv4 only. Without this, the kernel gives eth0
-	// an IPv6 link-local address once the pair's carrier is up, which
-	// happens asynchronously: after memberAddrs read the namespace, an
-	// address never registered as the member's.
+	// Without this, the kernel gives eth0 an IPv6 link-local address once
+	// the pair's carrier is up, which happens asynchronously: after
+	// memberAddrs read the namespace, an address never registered as the
+	// member's. A member's IPv6 address, if any, is its lease (plugMember6).
 	if err := h.LinkSetIP6AddrGenMode(peer, 1 /* IN6_ADDR_GEN_MODE_NONE */); err != nil && !errors.Is(err, unix.EAFNOSUPPORT) {
 		return fmt.Errorf("container %s: IPv6 address generation on %s: %w", rec.ID, memberLink, err)
 	}
@@ -203,6 +210,11 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) error
 	if err := h.RouteAdd(&netlink.Route{LinkIndex: peer.Attrs().Index, Gw: l.Gateway.AsSlice()}); err != nil {
 		return fmt.Errorf("container %s: default route via %s: %w", rec.ID, l.Gateway, err)
 	}
+	if rec.Lease6 != nil {
+		if err := plugMember6(h, peer, rec); err != nil {
+			return err
+		}
+	}
 	if len(rec.Ports) == 0 {
 		return nil
 	}
@@ -211,8 +223,18 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) error
 		return err
 	}
 	t := newNATTable(e.root)
+	// The member's rules may be there already: a create that installs the
+	// root's kernel programs restores every member first (reconcile
+	// rebuilds the table from the records, this one's among them). They
+	// are replaced in the same batch, so the ports are published once.
+	if err := t.delTagged(c, containerTag(rec.ID)); err != nil {
+		return fmt.Errorf("container %s: %w", rec.ID, err)
+	}
 	_, pre, out := t.ensure(c)
 	t.addPorts(c, rec.ID, l.Address.Addr(), rec.Ports, pre, out)
+	if rec.Lease6 != nil {
+		t.addPorts(c, rec.ID, rec.Lease6.Address.Addr(), rec.Ports, pre, out)
+	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("nftables: publish ports of container %s: %w", rec.ID, err)
 	}
@@ -250,17 +272,13 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 		}
 		return br, e.ensureNAT()
 	}
-	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, Alias: alias}}); errors.Is(err, unix.EEXIST) {
-		// Another member's create made it meanwhile.
-		return ownLink(name, alias)
-	} else if err != nil {
-		return nil, fmt.Errorf("zone %s: create bridge %s: %w", zoneName, name, err)
-	}
-	if br, err = netlink.LinkByName(name); err != nil {
-		return nil, fmt.Errorf("zone %s: bridge %s: %w", zoneName, name, err)
-	}
-	if err := setAlias(br, alias); err != nil {
-		return nil, err
+	if br, err = e.takeSpare(name, alias); err != nil {
+		return nil, fmt.Errorf("zone %s: %w", zoneName, err)
+	} else if br == nil {
+		var raced bool
+		if br, raced, err = addBridge(zoneName, name, alias); err != nil || raced {
+			return br, err
+		}
 	}
 	if err := netlink.AddrReplace(br, gwNet); err != nil {
 		return nil, fmt.Errorf("zone %s: bridge %s address %s: %w", zoneName, name, gwNet.IPNet, err)
@@ -272,6 +290,21 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 		return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
 	}
 	return br, e.ensureNAT()
+}
+
+// addBridge creates the zone's bridge with its alias. raced: another
+// member's create made it meanwhile, and it is that one, set up already.
+func addBridge(zoneName, name, alias string) (br netlink.Link, raced bool, err error) {
+	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, Alias: alias}}); errors.Is(err, unix.EEXIST) {
+		br, err := ownLink(name, alias)
+		return br, true, err
+	} else if err != nil {
+		return nil, false, fmt.Errorf("zone %s: create bridge %s: %w", zoneName, name, err)
+	}
+	if br, err = netlink.LinkByName(name); err != nil {
+		return nil, false, fmt.Errorf("zone %s: bridge %s: %w", zoneName, name, err)
+	}
+	return br, false, setAlias(br, alias)
 }
 
 // ensureNAT makes the root's table when a new bridge finds none (the
@@ -349,7 +382,7 @@ func (e *Engine) unplugZone(n zoneNet) error {
 	name := bridgeName(e.root, n.name)
 	if l, err := ownLink(name, linkAlias(e.root, "zone", n.name)); err != nil {
 		errs = append(errs, err)
-	} else if l != nil {
+	} else if l != nil && (n.last || !e.parkBridge(l)) {
 		if err := netlink.LinkDel(l); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: remove bridge %s: %w", n.name, name, err))
 		}
@@ -360,6 +393,9 @@ func (e *Engine) unplugZone(n zoneNet) error {
 			err = newNATTable(e.root).drop(c)
 		}
 		if err != nil {
+			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
+		}
+		if err := e.dropSpare(); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}
 	}
@@ -387,6 +423,10 @@ func (e *Engine) reconcileNetwork(subnets map[string]netip.Prefix, members map[s
 		switch {
 		case alias == "" && ours && len(ifname) == len(bridgePrefix)+12:
 			kind, name, stale = "unnamed", "(its create died before naming it)", true
+		case ifname == spareName(e.root) && (alias == "" || alias == spareAlias(e.root)):
+			// A spare is kept for the next bridged zone; one whose
+			// park died before its alias is removed.
+			kind, name, stale = spareKind, "bridge", alias == "" || len(subnets) == 0
 		case !ok || !strings.HasPrefix(alias, prefix):
 			continue
 		case kind == "zone":
@@ -437,6 +477,9 @@ func (e *Engine) reconcileNetwork(subnets map[string]netip.Prefix, members map[s
 	for id, m := range members {
 		if m.Lease != nil && len(m.Ports) > 0 {
 			t.addPorts(c, id, m.Lease.Address.Addr(), m.Ports, pre, out)
+			if m.Lease6 != nil {
+				t.addPorts(c, id, m.Lease6.Address.Addr(), m.Ports, pre, out)
+			}
 		}
 	}
 	if err := c.Flush(); err != nil {
@@ -497,16 +540,22 @@ func (e *Engine) verifyNetwork(name string, m *zone.Container, z *zone.Zone, cfg
 	for _, a := range addrs {
 		found = found || a.IPNet.String() == want
 	}
+	missing6 := missingAddr6(h, peer, m)
 	veth, verr := ownLink(vethName(e.root, m.ID), linkAlias(e.root, "container", m.ID))
 	br, berr := ownLink(bridgeName(e.root, z.Name), linkAlias(e.root, "zone", z.Name))
 	switch {
 	case !found:
 		r.Add(name+": network", false, "bridged, but %s lacks its leased address %s", memberLink, want)
+	case missing6 != "":
+		r.Add(name+": network", false, "bridged, but %s lacks its leased IPv6 address %s", memberLink, missing6)
 	case verr != nil || berr != nil || veth == nil || br == nil:
 		r.Add(name+": network", false, "bridged, but its veth or the zone's bridge is missing: %v", errors.Join(verr, berr))
 	case veth.Attrs().MasterIndex != br.Attrs().Index:
 		r.Add(name+": network", false, "bridged, but veth %s is not on the zone's bridge %s", veth.Attrs().Name, br.Attrs().Name)
 	default:
+		if m.Lease6 != nil {
+			want += " " + m.Lease6.Address.String()
+		}
 		r.Add(name+": network", true, "bridged: %s %s, veth %s on bridge %s", memberLink, want, veth.Attrs().Name, br.Attrs().Name)
 	}
 }

@@ -21,10 +21,15 @@ package libzone
 //   - a denied directory is covered with an empty read-only tmpfs
 //     (libcontainer's maskedPaths): nothing beneath it has a name any more,
 //     unix sockets included (connect: ENOENT).
-//   - a deny path that does not exist at create, in a directory that does,
-//     gets the null device bound on it read-only and nodev (open: EACCES):
-//     nothing can be created there later, by the container or by the host
-//     through the bundle.
+//   - a deny path that does not exist at create gets the null device bound
+//     on it read-only and nodev (open: EACCES), its mount point and the
+//     directories above it made first (in the rootfs, the bind source or
+//     the container's own tmpfs): nothing can be created there later, by
+//     the container or by the host through the bundle or a volume, and
+//     Landlock has a path to deny. A rename or unlink on the host over the
+//     mount point takes the mount away (verify reports it); Landlock still
+//     denies what is put there, as an entry made later in a directory that
+//     existed when the domain was built.
 //   - other names of a denied inode already in the image (hard links) are
 //     found at create and denied, in Landlock and by the mounts above.
 //   - open_by_handle_at fails with EPERM in a zone with deny rules: a
@@ -48,6 +53,7 @@ import (
 	"strconv"
 	"strings"
 
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"github.com/moby/sys/mountinfo"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"golang.org/x/sys/unix"
@@ -104,11 +110,19 @@ func guardFiles(p *zone.Policy, cfg *configs.Config) error {
 		if err != nil {
 			return fmt.Errorf("filesystem.deny %s: %w", d, err)
 		}
+		if !ok {
+			// Under a file system the container mounts itself: a
+			// writable tmpfs starts empty (or a copy of the rootfs), so
+			// the path is judged there.
+			if st, ok, err = statInTmpfs(root, cfg, d); err != nil {
+				return fmt.Errorf("filesystem.deny %s: %w", d, err)
+			}
+		}
 		switch {
 		case !ok:
-			// Under a file system the container mounts itself (tmpfs,
-			// proc): nothing of it exists yet. Bound read-only when it
-			// exists at start (readonlyPath skips what does not).
+			// proc, sysfs, a read-only tmpfs, the runtime's /dev: bound
+			// read-only when it exists at start (readonlyPath skips what
+			// does not).
 			appendNew(&cfg.ReadonlyPaths, d)
 		case st == nil:
 			if err := maskMissing(root, cfg, d); err != nil {
@@ -212,11 +226,7 @@ func appendNew(list *[]string, p string) {
 // last bind mount at or above it, else the rootfs (root). ok is false when
 // a mount of another kind (tmpfs, proc) covers p.
 func hostBase(root int, cfg *configs.Config, p string) (base int, rel string, ok bool, err error) {
-	for i := len(cfg.Mounts) - 1; i >= 0; i-- {
-		m := cfg.Mounts[i]
-		if !within(p, m.Destination) {
-			continue
-		}
+	if m := coveringMount(cfg, p); m != nil {
 		if !m.IsBind() {
 			return -1, "", false, nil
 		}
@@ -256,32 +266,96 @@ func statInContainer(root int, cfg *configs.Config, p string) (st *unix.Stat_t, 
 		return nil, ok, err
 	}
 	defer unix.Close(base)
+	st, err = statIn(base, rel)
+	return st, true, err
+}
+
+// coveringMount is the last mount of cfg at or above container path p (the
+// one the container sees p on), nil for the rootfs.
+func coveringMount(cfg *configs.Config, p string) *configs.Mount {
+	for _, m := range slices.Backward(cfg.Mounts) {
+		if within(p, m.Destination) {
+			return m
+		}
+	}
+	return nil
+}
+
+// statInTmpfs stats container path p on the writable tmpfs the container
+// mounts over it: an empty file system, so p does not exist, unless the
+// tmpfs is a copy of the rootfs (tmpcopyup), where p is what the rootfs
+// holds; p the tmpfs's own mount point is a directory. ok is false for
+// every other mount: proc, sysfs, a read-only tmpfs (nothing can be
+// created there), and the tmpfs on /dev, which the runtime fills with
+// device nodes after the mounts.
+func statInTmpfs(root int, cfg *configs.Config, p string) (st *unix.Stat_t, ok bool, err error) {
+	m := coveringMount(cfg, p)
+	if m == nil || m.Device != "tmpfs" || m.Flags&unix.MS_RDONLY != 0 || path.Clean(m.Destination) == "/dev" {
+		return nil, false, nil
+	}
+	if path.Clean(p) == path.Clean(m.Destination) {
+		return &unix.Stat_t{Mode: unix.S_IFDIR}, true, nil // the tmpfs itself
+	}
+	if m.Extensions&configs.EXT_COPYUP == 0 {
+		return nil, true, nil
+	}
+	st, err = statIn(root, strings.TrimPrefix(path.Clean(p), "/"))
+	return st, true, err
+}
+
+// statIn stats rel resolved inside base as openIn resolves it; nil when it
+// does not exist.
+func statIn(base int, rel string) (*unix.Stat_t, error) {
 	fd, err := openIn(base, rel)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return nil, true, nil
+		return nil, nil
 	} else if err != nil {
-		return nil, true, fmt.Errorf("resolve in the container root: %w", err)
+		return nil, fmt.Errorf("resolve in the container root: %w", err)
 	}
 	defer unix.Close(fd)
 	var s unix.Stat_t
 	if err := unix.Fstat(fd, &s); err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	return &s, true, nil
+	return &s, nil
 }
 
-// maskMissing binds the read-only null device on deny path p, which
-// does not exist, when its directory does (libcontainer creates the mount
-// point): nothing can be created at p afterwards. A path whose directory
-// is missing too is left alone: verify reports it as not masked.
+// maskMissing binds the read-only null device on deny path p, which does
+// not exist at create: nothing can be created at p afterwards, and Landlock
+// then has an inode at p to deny and directories above it that lose the
+// rights p must not have (an entry made in them later gets none of them).
+// Its mount point, and every missing directory above it, is made now in
+// the rootfs or the bind source that holds p, resolved inside it as
+// libcontainer resolves mount points (pathrs: a symlink cannot lead out),
+// with libcontainer's modes (0755 directories, an empty 0644 file); they
+// stay after the container is deleted, like libcontainer's mount points.
+// Made here rather than by libcontainer in the container's view because a
+// bind mounted read-only (a ":ro" volume, or every bind outside
+// writable_paths) refuses new mount points there. On a tmpfs the container
+// mounts itself libcontainer makes them, in that tmpfs. A rootfs or bind
+// source on a read-only file system is left alone (nothing can be created
+// there without remounting it): verify reports the path as not masked.
 func maskMissing(root int, cfg *configs.Config, p string) error {
-	parent, ok, err := statInContainer(root, cfg, path.Dir(p))
-	if err != nil || !ok || parent == nil || parent.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return err
-	}
 	var st unix.Stat_t
 	if err := unix.Stat(denyMask, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3) {
 		return fmt.Errorf("%s is not the null device: cannot mask %s", denyMask, p)
+	}
+	base, rel, ok, err := hostBase(root, cfg, p)
+	if err != nil {
+		return err
+	}
+	if ok {
+		where := cfg.Rootfs
+		if m := coveringMount(cfg, p); m != nil {
+			where = m.Source
+		}
+		err = makeMountpoint(base, where, rel, cfg)
+		unix.Close(base)
+		if errors.Is(err, unix.EROFS) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("cannot make the mount point that denies it in %s (a symlink to nothing or a file on the way?): %w", where, err)
+		}
 	}
 	cfg.Mounts = append(cfg.Mounts, &configs.Mount{
 		Source:      denyMask,
@@ -289,6 +363,73 @@ func maskMissing(root int, cfg *configs.Config, p string) error {
 		Device:      "bind",
 		Flags:       unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC,
 	})
+	return nil
+}
+
+// makeMountpoint makes rel, an empty file, beneath the directory base
+// (named name in errors), with the directories above it that are missing.
+// What it makes belongs to the container's root, as if libcontainer had
+// made it inside a user namespace. A file already there (made meanwhile)
+// is used as it is; anything else at rel is an error.
+func makeMountpoint(base int, name, rel string, cfg *configs.Config) error {
+	uid, err := cfg.HostRootUID()
+	if err != nil {
+		return err
+	}
+	gid, err := cfg.HostRootGID()
+	if err != nil {
+		return err
+	}
+	dir, file := path.Split(path.Clean(rel))
+	// The directories made below are those from the first one missing.
+	var made []string
+	for d := path.Clean(dir); d != "." && d != "/"; d = path.Dir(d) {
+		fd, err := openIn(base, d)
+		if err == nil {
+			unix.Close(fd)
+			break
+		}
+		made = append(made, d)
+	}
+	dup, err := unix.Dup(base)
+	if err != nil {
+		return err
+	}
+	b := os.NewFile(uintptr(dup), name)
+	defer b.Close()
+	d, err := pathrs.MkdirAllHandle(b, dir, 0o755)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	// mknod, not open: an open would block on a FIFO put there meanwhile.
+	err = unix.Mknodat(int(d.Fd()), file, unix.S_IFREG|0o644, 0)
+	if err == nil {
+		made = append(made, path.Join(dir, file))
+	} else if !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("create %s: %w", rel, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(d.Fd()), file, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s is not a regular file: it changed while the container was created, retry", rel)
+	}
+	if uid == os.Geteuid() && gid == os.Getegid() {
+		return nil
+	}
+	for _, m := range made {
+		fd, err := openIn(base, m)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", m, err)
+		}
+		err = unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("chown %s to the container's root: %w", m, err)
+		}
+	}
 	return nil
 }
 
@@ -517,7 +658,7 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 			m := topMount(mounts, q)
 			switch {
 			case m == nil:
-				bad = append(bad, q+": no mount (a missing path whose directory is missing too, or a symlink: name its target)")
+				bad = append(bad, q+": no mount (removed, e.g. by a rename or unlink over it on the host; a symlink: name its target; or missing at create on proc, sysfs, /dev, a read-only tmpfs or a read-only host file system)")
 			case !mountHas(m, "ro"):
 				bad = append(bad, q+": the mount on it is read-write")
 			case masked && m.FSType != "tmpfs" && isDirIn(pid, q):

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -80,40 +81,81 @@ func TestGuardFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	vol := t.TempDir()
+	// A read-only volume whose symlink points out of it: resolved inside it.
+	rovol, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink("/../.."+outside, filepath.Join(rovol, "esc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(rovol+outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfg := &configs.Config{
 		Rootfs: rootfs,
 		Mounts: []*configs.Mount{
 			{Source: "proc", Destination: "/proc", Device: "proc"},
 			{Source: vol, Destination: "/srv/ro/vol", Device: "bind", Flags: unix.MS_BIND | unix.MS_REC},
+			{Source: rovol, Destination: "/vol", Device: "bind", Flags: unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY},
+			{Source: "tmpfs", Destination: "/dev", Device: "tmpfs"},
+			{Source: "tmpfs", Destination: "/scratch", Device: "tmpfs"},
+			{Source: "shm", Destination: "/dev/shm", Device: "tmpfs"},
+			{Source: "tmpfs", Destination: "/run", Device: "tmpfs"},
+			{Source: "tmpfs", Destination: "/frozen", Device: "tmpfs", Flags: unix.MS_RDONLY},
 		},
 	}
+	nmounts := len(cfg.Mounts)
 	p := &zone.Policy{}
 	p.Filesystem.ReadOnly = []string{"/srv/ro"}
-	p.Filesystem.Deny = []string{"/etc/shadow", "/secret", "/data/later", "/nodir/x", "/proc/kcore"}
+	p.Filesystem.Deny = []string{"/etc/shadow", "/secret", "/data/later", "/nodir/x", "/proc/kcore",
+		"/vol/a/b/later", "/vol/esc/x/later", "/dev/later", "/scratch/a/later", "/frozen/later",
+		"/dev/shm/later", "/run"}
 	if err := guardFiles(p, cfg); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"/srv/ro", "/etc/shadow", "/proc/kcore", "/opt/shadow.bak", "/data/key.link"} {
+	for _, want := range []string{"/srv/ro", "/etc/shadow", "/proc/kcore", "/opt/shadow.bak", "/data/key.link", "/dev/later", "/frozen/later"} {
 		if !slices.Contains(cfg.ReadonlyPaths, want) {
 			t.Errorf("ReadonlyPaths %v lacks %s", cfg.ReadonlyPaths, want)
 		}
 	}
-	if !slices.Equal(cfg.MaskPaths, []string{"/secret"}) {
-		t.Errorf("MaskPaths = %v, want [/secret]", cfg.MaskPaths)
+	if !slices.Equal(cfg.MaskPaths, []string{"/secret", "/run"}) {
+		t.Errorf("MaskPaths = %v, want [/secret /run]", cfg.MaskPaths)
 	}
 	if cfg.Mounts[1].Flags&unix.MS_RDONLY == 0 {
 		t.Error("the bind mount beneath the read_only tree stayed read-write")
 	}
 	var masks []string
-	for _, m := range cfg.Mounts[2:] {
+	for _, m := range cfg.Mounts[nmounts:] {
 		masks = append(masks, m.Destination)
 		if m.Flags&(unix.MS_BIND|unix.MS_RDONLY|unix.MS_NODEV) != unix.MS_BIND|unix.MS_RDONLY|unix.MS_NODEV || m.Source != "/dev/null" {
 			t.Errorf("mask mount %+v", m)
 		}
 	}
-	// /nodir/x has no directory to put a mount point in: verify reports it.
-	if !slices.Equal(masks, []string{"/data/later"}) {
-		t.Errorf("mask mounts on %v, want [/data/later]", masks)
+	// A missing path gets the null device, its mount point made with the
+	// directories above it in the rootfs or bind source (also a read-only
+	// one), never outside it; on a writable tmpfs libcontainer makes them.
+	// The runtime's /dev and a read-only tmpfs are left to readonlyPaths.
+	if want := []string{"/data/later", "/nodir/x", "/vol/a/b/later", "/vol/esc/x/later", "/scratch/a/later", "/dev/shm/later"}; !slices.Equal(masks, want) {
+		t.Errorf("mask mounts on %v, want %v", masks, want)
+	}
+	for _, f := range []string{rootfs + "/data/later", rootfs + "/nodir/x", rovol + "/a/b/later", rovol + outside + "/x/later"} {
+		if st, err := os.Lstat(f); err != nil || !st.Mode().IsRegular() || st.Size() != 0 {
+			t.Errorf("mount point %s: %v, %v", f, st, err)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("a mount point was made outside the bind source: %v", ents)
+	}
+	// A dangling symlink on the way, or a file, leaves nowhere to put the
+	// mount point: the create is refused, not left unguarded.
+	if err := os.Symlink("/gone", filepath.Join(rovol, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/vol/dangling/later", "/etc/shadow/later"} {
+		q := &zone.Policy{}
+		q.Filesystem.Deny = []string{d}
+		c := &configs.Config{Rootfs: rootfs, Mounts: []*configs.Mount{cfg.Mounts[2]}}
+		if err := guardFiles(q, c); err == nil || !strings.Contains(err.Error(), "filesystem.deny "+d+": ") {
+			t.Errorf("deny %s: err = %v", d, err)
+		}
 	}
 	if got := deniedLinks(cfg); !slices.Equal(got, []string{"/data/key.link", "/opt/shadow.bak"}) {
 		t.Errorf("deniedLinks = %v", got)
@@ -146,5 +188,41 @@ func TestFileGuardRoutes(t *testing.T) {
 	p.Capabilities.Allowed = &[]string{"CHOWN"}
 	if r := fileGuardRoutes(cfg, p); r != nil {
 		t.Errorf("CAP_SYS_ADMIN taken by the policy: routes %v", r)
+	}
+}
+
+// TestMaskMissingUserns: the mount point of a missing deny path, and the
+// directories made for it, belong to the container's root in a user
+// namespace; what was there before keeps its owner.
+func TestMaskMissingUserns(t *testing.T) {
+	rootfs := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(rootfs, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &configs.Config{
+		Rootfs:      rootfs,
+		Namespaces:  configs.Namespaces{{Type: configs.NEWUSER}},
+		UIDMappings: []configs.IDMap{{ContainerID: 0, HostID: 100000, Size: 65536}},
+		GIDMappings: []configs.IDMap{{ContainerID: 0, HostID: 200000, Size: 65536}},
+	}
+	p := &zone.Policy{}
+	p.Filesystem.Deny = []string{"/data/a/b/later"}
+	if err := guardFiles(p, cfg); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(rel string) [2]uint32 {
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(rootfs, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		return [2]uint32{st.Uid, st.Gid}
+	}
+	for _, rel := range []string{"data/a", "data/a/b", "data/a/b/later"} {
+		if got := owner(rel); got != [2]uint32{100000, 200000} {
+			t.Errorf("%s owned by %v, want the container's root", rel, got)
+		}
+	}
+	if got := owner("data"); got != [2]uint32{uint32(os.Geteuid()), uint32(os.Getegid())} {
+		t.Errorf("data (there before) owned by %v", got)
 	}
 }

@@ -61,6 +61,32 @@ func (e *Engine) Observations(name string) ([]zone.Observation, error) {
 	return nonNil(obs), nil
 }
 
+// NotLearned says what a learning zone of this root does not record on
+// its backend and kernel, one sentence each.
+func (e *Engine) NotLearned() ([]string, error) {
+	lsm, err := e.kernelBackend()
+	if err != nil {
+		return nil, err
+	}
+	return e.notLearned(lsm), nil
+}
+
+func (e *Engine) notLearned(lsm bool) []string {
+	var out []string
+	switch {
+	case !bpf.LearnsCapabilities(bpf.PinDirFor(e.root), lsm):
+		out = append(out, "capabilities are not recorded: the landlock backend sees them through the capability:cap_capable tracepoint, which this kernel lacks (Linux 6.14 and later have it)")
+	case !lsm:
+		// The tracepoint does not say which checks were made only to
+		// probe (CAP_OPT_NOAUDIT); this one happens all the time.
+		out = append(out, "whether a process that holds CAP_SYS_ADMIN needs it is not recorded on the landlock backend: the kernel checks it, without auditing, whenever a process commits memory, and that check is recorded as a use")
+	}
+	if !lsm {
+		out = append(out, "ptrace is recorded only when a process attaches (PTRACE_ATTACH, PTRACE_SEIZE); process_vm_readv, /proc/PID/mem and pidfd_getfd into another zone are not recorded on the landlock backend")
+	}
+	return out
+}
+
 // LearnedObservation is an observation as the kernel recorded it: zones
 // and the member by kernel id, for the engine to name.
 type LearnedObservation struct {
@@ -98,7 +124,12 @@ func learnedObservation(l bpf.Learned) LearnedObservation {
 	case bpf.LearnExec, bpf.LearnRead, bpf.LearnWrite:
 		o.Observation.Object = l.Path
 	case bpf.LearnEgress:
-		o.Observation.Object = ipProtoName(l.Proto) + " " + l.Addr.String()
+		// Port 0: a protocol without ports (ICMP, raw), "icmp 10.0.0.5".
+		dst := l.Addr.String()
+		if l.Addr.Port() == 0 {
+			dst = l.Addr.Addr().String()
+		}
+		o.Observation.Object = ipProtoName(l.Proto) + " " + dst
 	case bpf.LearnCapability:
 		o.Observation.Object = capabilityName(uint64(l.Number))
 	case bpf.LearnSyscall:

@@ -29,6 +29,15 @@ func TestLearnedObservations(t *testing.T) {
 			zone.Observation{Kind: zone.ObserveEgress, Object: "tcp 10.0.0.2:80"}},
 		{bpf.Learned{Kind: bpf.LearnEgress, Proto: 17, Addr: netip.MustParseAddrPort("[fd00::1]:53")},
 			zone.Observation{Kind: zone.ObserveEgress, Object: "udp [fd00::1]:53"}},
+		// ICMP and raw sockets' packets: no port, and the form that
+		// ParseEgressObject and allowed_egress read.
+		{bpf.Learned{Kind: bpf.LearnEgress, Proto: 1, Addr: netip.MustParseAddrPort("10.0.0.2:0")},
+			zone.Observation{Kind: zone.ObserveEgress, Object: "icmp 10.0.0.2"}},
+		{bpf.Learned{Kind: bpf.LearnEgress, Proto: 58, Addr: netip.MustParseAddrPort("[fd00::1]:0")},
+			zone.Observation{Kind: zone.ObserveEgress, Object: "icmpv6 fd00::1"}},
+		{bpf.Learned{Kind: bpf.LearnEgress, Proto: 47, Addr: netip.MustParseAddrPort("10.0.0.3:0")},
+			zone.Observation{Kind: zone.ObserveEgress, Object: "proto 47 10.0.0.3"}},
+		{bpf.Learned{Kind: bpf.LearnCapability, Number: 0}, zone.Observation{Kind: zone.ObserveCapability, Object: "CAP_CHOWN"}},
 		{bpf.Learned{Kind: bpf.LearnPeerZone, Number: 5}, zone.Observation{Kind: zone.ObservePeerZone, Object: "db"}},
 		{bpf.Learned{Kind: bpf.LearnSignal, Number: 0}, zone.Observation{Kind: zone.ObserveSignal, Object: "host"}},
 		{bpf.Learned{Kind: bpf.LearnPtrace, Number: 9}, zone.Observation{Kind: zone.ObservePtrace, Object: "zone-9"}},
@@ -36,6 +45,11 @@ func TestLearnedObservations(t *testing.T) {
 	} {
 		tc.l.Zone, tc.l.CgroupID, tc.l.Count, tc.l.First, tc.l.Last, tc.l.Comm = 3, 77, 2, now, now, "sh"
 		name, got := names.observation(learnedObservation(tc.l))
+		if got.Kind == zone.ObserveEgress {
+			if _, err := zone.ParseEgressObject(got.Object); err != nil {
+				t.Errorf("egress object %q does not parse: %v", got.Object, err)
+			}
+		}
 		tc.want.Count, tc.want.First, tc.want.Last, tc.want.Comm, tc.want.Container = 2, now.UTC(), now.UTC(), "sh", "c1"
 		if name != "web" || got != tc.want {
 			t.Errorf("%+v: zone %q, %+v; want web, %+v", tc.l, name, got, tc.want)

@@ -81,27 +81,31 @@ func (t natTable) create(c *nftables.Conn) (pre, out *nftables.Chain) {
 	return pre, out
 }
 
-// addPorts forwards the member's published ports to its address.
+// addPorts forwards the member's published ports to its address, of
+// either family (a member with an IPv6 lease gets both).
 func (t natTable) addPorts(c *nftables.Conn, id string, addr netip.Addr, ports []zone.Port, pre, out *nftables.Chain) {
 	for _, p := range ports {
 		proto := byte(unix.IPPROTO_TCP)
 		if p.Protocol == "udp" {
 			proto = unix.IPPROTO_UDP
 		}
-		a := addr.As4()
+		a, family := addr.AsSlice(), byte(unix.NFPROTO_IPV4)
+		if addr.Is6() {
+			family = unix.NFPROTO_IPV6
+		}
 		for _, ch := range []*nftables.Chain{pre, out} {
 			c.AddRule(&nftables.Rule{Table: t.table, Chain: ch, UserData: containerTag(id), Exprs: []expr.Any{
 				&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{family}},
 				&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)},
 				&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
 				&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 				&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, p.HostPort)},
-				&expr.Immediate{Register: 1, Data: a[:]},
+				&expr.Immediate{Register: 1, Data: a},
 				&expr.Immediate{Register: 2, Data: binary.BigEndian.AppendUint16(nil, p.ContainerPort)},
-				&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: 1, RegProtoMin: 2, Specified: true},
+				&expr.NAT{Type: expr.NATTypeDestNAT, Family: uint32(family), RegAddrMin: 1, RegProtoMin: 2, Specified: true},
 			}})
 		}
 	}

@@ -136,6 +136,16 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if r.Status == recordCreating {
+			if time.Since(r.Created) < createGrace && creatorAlive(r.Creator) {
+				continue // its create is still running: it finishes or undoes it
+			}
+			if err := e.removeDeadCreate(enf, c, r); err != nil {
+				errs = append(errs, err)
+			}
+			note("removed container %s: its create died before it finished", r.ID)
+			continue
+		}
 		status, err := c.Status()
 		if err != nil {
 			errs = append(errs, err)
@@ -299,4 +309,14 @@ func (e *Engine) reconcileBridged() ([]string, error) {
 		return nil, err
 	}
 	return e.reconcileNetwork(subnets, members)
+}
+
+// removeDeadCreate removes a container whose create died after
+// libcontainer saved its state but before the record said "created": its
+// init waits on the exec fifo with whatever part of its zone membership
+// and network the create made (a bridge, a veth, a lease, published
+// ports), and nobody was told it exists. Like runc, whose killed create
+// leaves nothing the caller must know of, it goes entirely.
+func (e *Engine) removeDeadCreate(enf Enforcer, c *Container, r *zone.Container) error {
+	return errors.Join(c.kill(), c.lc.Destroy(), e.release(enf, r.ID, "", r))
 }

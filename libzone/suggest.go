@@ -22,6 +22,9 @@ type Recording struct {
 	Source       string             `json:"source"`
 	Backend      string             `json:"backend"`
 	Observations []zone.Observation `json:"observations"`
+	// NotRecorded says what a learning zone cannot record on this
+	// backend and kernel (NotLearned): a suggestion cannot allow it.
+	NotRecorded []string `json:"not_recorded,omitempty"`
 }
 
 // Recording drains the kernel's waiting events and learned operations
@@ -42,7 +45,7 @@ func (e *Engine) Recording(name string) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Recording{Zone: info.Zone, Source: RecordingLearned, Backend: BackendLandlock}
+	r := &Recording{Zone: info.Zone, Source: RecordingLearned, Backend: BackendLandlock, NotRecorded: e.notLearned(lsm)}
 	if lsm {
 		r.Backend = BackendLSM
 	}
@@ -70,8 +73,9 @@ func (e *Engine) Recording(name string) (*Recording, error) {
 // the other zones' signals.allowed_zones as the store holds them now.
 func (e *Engine) simulateContext(r *Recording) zone.SimulateContext {
 	return zone.SimulateContext{
-		Zone:     r.Zone.Name,
-		Landlock: r.Backend == BackendLandlock,
+		Zone:      r.Zone.Name,
+		Landlock:  r.Backend == BackendLandlock,
+		Footprint: r.Source == RecordingLearned,
 		SignalAllowedBy: func(target string) bool {
 			var allowed bool
 			err := e.store.View(func(tx *zone.Tx) error {

@@ -85,6 +85,7 @@ func (e *Engine) Verify(zoneName, container string) (*zone.IsolationReport, erro
 		}
 	}
 	enf.Verify(&ResolvedZone{Zone: z, Peers: peers, NetPeers: netPeers, Members: live}, r)
+	zoneLimits(&z.Policy, lsm, r)
 	r.Finish()
 	return r, nil
 }
@@ -158,6 +159,7 @@ func (e *Engine) verifyMember(m *zone.Container, z *zone.Zone, guarded bool, h *
 		}
 	}
 	cfg := c.Config()
+	memberLimits(&z.Policy, &cfg, guarded, r)
 	verifyBPF(&cfg, &z.Policy, st.Pid, name, r)
 	e.verifyNetwork(name, m, z, &cfg, st.Pid, r)
 	pidNS.verify(z.Name, st.Pid, name, r)

@@ -4,7 +4,8 @@
 # inside the busybox bundle as the probe), a busybox bundle, and runc 1.5
 # when it is missing (into a cache dir, never the repository), makes two
 # network namespaces joined by a veth pair with the network part's listener
-# in one (removed at exit, also on failure), then runs the driver: a
+# in one, and two bridges with a namespace each for the zone-to-zone part's
+# runc pair (all removed at exit, also on failure), then runs the driver: a
 # markdown table on stdout, JSON in $OUT.
 #
 # Environment: RAUHA (default ./rauha), RUNC115 (/usr/sbin/runc),
@@ -46,6 +47,13 @@ WORK=$(mktemp -d /run/rauha-bench.XXXXXX)
 NS_CLIENT=rauha-bench-$$-c
 NS_SERVER=rauha-bench-$$-s
 NET_ADDR=10.231.0.2:5201
+# The zone-to-zone part's path without rauha: for each side (a: the
+# client's, b: the listener's) a bridge of this run, a veth pair into a
+# namespace the runc container joins, the bridge's address as its gateway
+# and forwarding on, as rauha wires a bridged zone; the host routes
+# between the two bridges. ZNET_SUBNET.1 and .2 are the a and b /24s.
+ZNET_SUBNET=10.235
+ZNET_ADDR=$ZNET_SUBNET.2.2:5201
 server=
 cleanup() {
 	if [[ -n $server ]]; then
@@ -54,6 +62,10 @@ cleanup() {
 	fi
 	ip netns del "$NS_CLIENT" 2>/dev/null || true
 	ip netns del "$NS_SERVER" 2>/dev/null || true
+	for side in a b; do
+		ip netns del "rauha-bench-$$-z$side" 2>/dev/null || true
+		ip link del "rbz$$$side" 2>/dev/null || true
+	done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -81,6 +93,23 @@ for ns in "$NS_CLIENT" "$NS_SERVER"; do
 	ip -n "$ns" link set lo up
 	ip -n "$ns" link set bench0 up
 done
+n=1
+for side in a b; do
+	ns=rauha-bench-$$-z$side br=rbz$$$side
+	ip netns add "$ns"
+	ip link add "$br" type bridge
+	ip link add "rbv$$$side" type veth peer name eth0 netns "$ns"
+	ip link set "rbv$$$side" master "$br" up
+	ip addr add "$ZNET_SUBNET.$n.1/24" dev "$br"
+	echo 1 >"/proc/sys/net/ipv4/conf/$br/forwarding"
+	ip link set "$br" up
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link set eth0 addrgenmode none
+	ip -n "$ns" addr add "$ZNET_SUBNET.$n.2/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" route add default via "$ZNET_SUBNET.$n.1"
+	n=$((n + 1))
+done
 ip netns exec "$NS_SERVER" "$WORK/rauhabench" netserve "$NET_ADDR" >"$WORK/netserve.out" 2>&1 &
 server=$!
 for _ in $(seq 100); do
@@ -93,4 +122,5 @@ grep -qx ready "$WORK/netserve.out" || { echo "bench: the listener did not start
 # shellcheck disable=SC2086 # BENCH_ARGS are flags, split on purpose
 "$WORK/rauhabench" -rauha "$RAUHA" -runc "$runcs" -bundle "$WORK/bundle" \
 	-work "$WORK/run" -cgroup-prefix "$CG_PREFIX" -out "$OUT" \
-	-net-netns "/run/netns/$NS_CLIENT" -net-addr "$NET_ADDR" ${BENCH_ARGS:-}
+	-net-netns "/run/netns/$NS_CLIENT" -net-addr "$NET_ADDR" \
+	-zonenet-netns "/run/netns/rauha-bench-$$-za,/run/netns/rauha-bench-$$-zb" -zonenet-addr "$ZNET_ADDR" ${BENCH_ARGS:-}

@@ -122,22 +122,28 @@ var (
 	// bucketSubnets maps a bridged zone's name to its subnet (text).
 	bucketSubnets = []byte("subnets")
 	// bucketLeases holds the leased addresses: key zone name, NUL, the
-	// address's 4 bytes; value the container id.
+	// address's 4 (IPv4) or 16 (IPv6) bytes; value the container id.
 	bucketLeases = []byte("leases")
 	// bucketPorts maps "tcp/8080" to the container publishing it.
 	bucketPorts = []byte("ports")
 )
 
 func leaseKey(zone string, a netip.Addr) []byte {
-	b := a.As4()
-	return append([]byte(zone+"\x00"), b[:]...)
+	return append([]byte(zone+"\x00"), a.AsSlice()...)
 }
 
 func portKey(p Port) []byte { return []byte(p.Protocol + "/" + strconv.Itoa(int(p.HostPort))) }
 
 // Subnet returns the subnet a bridged zone holds.
-func (tx *Tx) Subnet(zone string) (netip.Prefix, bool) {
-	b := tx.bucket(bucketSubnets)
+func (tx *Tx) Subnet(zone string) (netip.Prefix, bool) { return tx.subnetIn(bucketSubnets, zone) }
+
+// Subnets returns the subnet of every bridged zone, by zone name.
+func (tx *Tx) Subnets() map[string]netip.Prefix { return tx.subnetsIn(bucketSubnets) }
+
+// subnetIn reads zone's subnet from bucket (bucketSubnets or
+// bucketSubnets6).
+func (tx *Tx) subnetIn(bucket []byte, zone string) (netip.Prefix, bool) {
+	b := tx.bucket(bucket)
 	if b == nil {
 		return netip.Prefix{}, false
 	}
@@ -145,10 +151,10 @@ func (tx *Tx) Subnet(zone string) (netip.Prefix, bool) {
 	return p, err == nil
 }
 
-// Subnets returns the subnet of every bridged zone, by zone name.
-func (tx *Tx) Subnets() map[string]netip.Prefix {
+// subnetsIn reads every zone's subnet from bucket.
+func (tx *Tx) subnetsIn(bucket []byte) map[string]netip.Prefix {
 	out := map[string]netip.Prefix{}
-	b := tx.bucket(bucketSubnets)
+	b := tx.bucket(bucket)
 	if b == nil {
 		return out
 	}
@@ -197,9 +203,11 @@ func (tx *Tx) Lease(c *Container, want string, hostTaken func(netip.Prefix) bool
 	return fmt.Errorf("zone %q: every address of its subnet %s is leased; delete members or give the zone a wider network.subnet (recreate the zone)", c.Zone, subnet)
 }
 
-func (tx *Tx) pickSubnet(zone, want string, hostTaken func(netip.Prefix) bool) (netip.Prefix, error) {
-	held := tx.Subnets()
-	free := func(p netip.Prefix) string {
+// subnetFree returns a check of a candidate subnet for zone: why it cannot
+// be zone's ("" when it can), because a subnet of another zone in held
+// overlaps it or a route of the host covers it.
+func subnetFree(held map[string]netip.Prefix, zone string, hostTaken func(netip.Prefix) bool) func(netip.Prefix) string {
+	return func(p netip.Prefix) string {
 		for z, q := range held {
 			if z != zone && q.Overlaps(p) {
 				return fmt.Sprintf("zone %q holds %s", z, q)
@@ -210,15 +218,25 @@ func (tx *Tx) pickSubnet(zone, want string, hostTaken func(netip.Prefix) bool) (
 		}
 		return ""
 	}
+}
+
+// wantedSubnet is the subnet a policy's network.KEY names, if it parses
+// and is free.
+func wantedSubnet(zone, key, want string, parse func(string) (netip.Prefix, error), free func(netip.Prefix) string) (netip.Prefix, error) {
+	p, err := parse(want)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("zone %q: network.%s %w", zone, key, err)
+	}
+	if why := free(p); why != "" {
+		return netip.Prefix{}, fmt.Errorf("zone %q: network.%s %s is taken: %s", zone, key, p, why)
+	}
+	return p, nil
+}
+
+func (tx *Tx) pickSubnet(zone, want string, hostTaken func(netip.Prefix) bool) (netip.Prefix, error) {
+	free := subnetFree(tx.Subnets(), zone, hostTaken)
 	if want != "" {
-		p, err := ParseSubnet(want)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("zone %q: network.subnet %w", zone, err)
-		}
-		if why := free(p); why != "" {
-			return netip.Prefix{}, fmt.Errorf("zone %q: network.subnet %s is taken: %s", zone, p, why)
-		}
-		return p, nil
+		return wantedSubnet(zone, "subnet", want, ParseSubnet, free)
 	}
 	pool := DefaultSubnetPool
 	step := uint32(1) << (32 - DefaultSubnetBits)
@@ -257,6 +275,9 @@ func (tx *Tx) releaseLease(c *Container) error {
 			}
 		}
 	}
+	if err := tx.releaseLease6(c); err != nil {
+		return err
+	}
 	if b := tx.tx.Bucket(bucketPorts); b != nil {
 		for _, p := range c.Ports {
 			if string(b.Get(portKey(p))) == c.ID {
@@ -277,5 +298,5 @@ func (tx *Tx) releaseSubnet(zone string) error {
 			return fmt.Errorf("zone %q: free subnet: %w", zone, err)
 		}
 	}
-	return nil
+	return tx.releaseSubnet6(zone)
 }

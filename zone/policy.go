@@ -109,6 +109,11 @@ type Network struct {
 	// one carved from DefaultSubnetPool. Read when the zone's first
 	// bridged member is created.
 	Subnet string `toml:"subnet" json:"subnet,omitempty"`
+	// IPv6 gives a bridged zone's members an IPv6 address too, from
+	// Subnet6, or when that is empty from a /64 of the root's unique local
+	// /48 (ULAPool). Subnet6 alone implies it.
+	IPv6    bool   `toml:"ipv6" json:"ipv6,omitempty"`
+	Subnet6 string `toml:"subnet6" json:"subnet6,omitempty"`
 	// AllowedEgress nil: egress is not restricted. Non-nil: connect/sendmsg
 	// only to these CIDR[:port] destinations (see ParseEgress); empty means no
 	// egress at all, loopback included.
@@ -126,6 +131,10 @@ type Network struct {
 	// zone only; empty means with their own zone only.
 	AllowedZones *[]string `toml:"allowed_zones" json:"allowed_zones,omitempty"`
 }
+
+// WantsIPv6 reports whether a bridged zone's members get an IPv6 address
+// too (network.ipv6, or network.subnet6 set).
+func (n *Network) WantsIPv6() bool { return n.IPv6 || n.Subnet6 != "" }
 
 // Signals is the [signals] table. Signals and ptrace always work within a
 // zone; AllowedZones lists the other zones whose tasks may signal or ptrace
@@ -283,6 +292,11 @@ func (p *Policy) Validate() error {
 	if p.Network.Subnet != "" {
 		if _, err := ParseSubnet(p.Network.Subnet); err != nil {
 			bad("network.subnet", -1, "%v", err)
+		}
+	}
+	if p.Network.Subnet6 != "" {
+		if _, err := ParseSubnet6(p.Network.Subnet6); err != nil {
+			bad("network.subnet6", -1, "%v", err)
 		}
 	}
 	if p.Network.AllowedEgress != nil {

@@ -3,6 +3,7 @@ package zone
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -30,6 +31,17 @@ type IsolationReport struct {
 	Backend   string  `json:"backend"`
 	Isolated  bool    `json:"isolated"`
 	Checks    []Check `json:"checks"`
+	// Limits names what the backend cannot do for this zone on this
+	// kernel (docs/design.md, "Known limits"): not a failed check, since
+	// no configuration closes it, but never to be taken for a control.
+	Limits []string `json:"limits"`
+}
+
+// Limit records a known limit that applies to the zone, once.
+func (r *IsolationReport) Limit(s string) {
+	if !slices.Contains(r.Limits, s) {
+		r.Limits = append(r.Limits, s)
+	}
 }
 
 // Add records a check. detail is a fmt format when args are given, and is
@@ -46,6 +58,9 @@ func (r *IsolationReport) Add(name string, passed bool, detail string, args ...a
 func (r *IsolationReport) Finish() {
 	if r.Checks == nil {
 		r.Checks = []Check{} // "checks": [] rather than null in JSON
+	}
+	if r.Limits == nil {
+		r.Limits = []string{}
 	}
 	r.Isolated = len(r.Checks) > 0
 	for _, c := range r.Checks {
@@ -84,7 +99,21 @@ func (r *IsolationReport) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", result, oneLine(c.Name), oneLine(c.Detail))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Limits) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w, "\nKNOWN LIMITS (what the backend cannot do here; not controls)"); err != nil {
+		return err
+	}
+	for _, l := range r.Limits {
+		if _, err := fmt.Fprintf(w, "- %s\n", oneLine(l)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // oneLine keeps a cell from breaking the table: tabwriter treats tabs as

@@ -68,3 +68,35 @@ func TestIsolationReport(t *testing.T) {
 		t.Errorf("empty container not omitted: %s", b)
 	}
 }
+
+func TestIsolationReportLimits(t *testing.T) {
+	r := IsolationReport{Zone: "z"}
+	r.Add("x", true, "ok")
+	r.Limit("signals: no event")
+	r.Limit("signals: no event")
+	r.Limit("exec: in memory")
+	r.Finish()
+	if !r.Isolated {
+		t.Fatal("a known limit is not a failed check")
+	}
+	if len(r.Limits) != 2 {
+		t.Fatalf("limits %q: want each once", r.Limits)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(buf.String(), "\nKNOWN LIMITS (what the backend cannot do here; not controls)\n- signals: no event\n- exec: in memory\n") {
+		t.Errorf("text report:\n%s", buf.String())
+	}
+	var none IsolationReport
+	none.Finish()
+	if b, _ := json.Marshal(&none); !strings.Contains(string(b), `"limits":[]`) {
+		t.Errorf("no limits encoded as %s", b)
+	}
+	buf.Reset()
+	none.WriteText(&buf)
+	if strings.Contains(buf.String(), "KNOWN LIMITS") {
+		t.Errorf("a report without limits prints the section:\n%s", buf.String())
+	}
+}

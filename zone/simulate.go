@@ -23,6 +23,11 @@ type SimulateContext struct {
 	// its signals.allowed_zones: a signal or ptrace into another zone is
 	// decided by the target's policy, not by the candidate. nil: none does.
 	SignalAllowedBy func(target string) bool
+	// Footprint is true when the observations are everything the workload
+	// did (a learning zone's recording), not only what a policy denied or
+	// audited (events): only then may Suggest narrow a base, e.g. list
+	// every executed file in a new exec.allow.
+	Footprint bool
 }
 
 // Verdict is what a candidate policy would do to one observation it does

@@ -100,8 +100,10 @@ type Container struct {
 	// Lease is a bridged member's address in its zone's subnet (Tx.Lease),
 	// and Ports what it publishes on the host; both nil for other members.
 	Lease *Lease `json:"lease,omitempty"`
-	Ports []Port `json:"ports,omitempty"`
-	Pid   int    `json:"pid"`
+	// Lease6 is its IPv6 address when its zone has network.ipv6 (Tx.Lease6).
+	Lease6 *Lease `json:"lease6,omitempty"`
+	Ports  []Port `json:"ports,omitempty"`
+	Pid    int    `json:"pid"`
 	// Creator is the pid of the rauha process running the create, so
 	// reconcile can tell a create in progress from one that was killed.
 	Creator int       `json:"creator,omitempty"`
@@ -266,7 +268,7 @@ func (s *Store) prepare(btx *bolt.Tx) error {
 	if err := s.checkSchema(btx); err != nil {
 		return err
 	}
-	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers, bucketZoneIDs, bucketZoneMembers, bucketSubnets, bucketLeases, bucketPorts} {
+	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers, bucketZoneIDs, bucketZoneMembers, bucketSubnets, bucketSubnets6, bucketLeases, bucketPorts} {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s in %s: %w", name, s.Path(), err)
 		}

@@ -71,7 +71,10 @@ type SuggestedRule struct {
 //     or exec.deny entry remove that entry;
 //   - an exec outside a non-empty exec.allow adds the file, or its
 //     package-managed tree once PackageTreeThreshold distinct files under
-//     it were executed;
+//     it were executed; a base without exec.allow gets one listing the
+//     executed files so when the recording is a footprint
+//     (ctx.Footprint; canNarrowExec says when), and a dynamic loader
+//     in it makes admission "audit" (loaderAdmission);
 //   - egress adds ADDR:PORT (ADDR without a port for a protocol without
 //     ports), or A.B.C.0/24:PORT once EgressHostThreshold hosts of that /24
 //     were reached on one port;
@@ -84,7 +87,7 @@ type SuggestedRule struct {
 // can name (a relative path, an unknown capability) are listed as
 // Unresolved.
 func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion, error) {
-	sg := &suggester{p: base.Clone(), base: base, reasons: map[[2]string]string{}}
+	sg := &suggester{p: base.Clone(), base: base, footprint: ctx.Footprint, reasons: map[[2]string]string{}}
 	byKind := map[string][]Observation{}
 	var malformed []string
 	for _, o := range obs {
@@ -128,7 +131,8 @@ func Suggest(base *Policy, obs []Observation, ctx SimulateContext) (*Suggestion,
 }
 
 type suggester struct {
-	p, base *Policy
+	p, base   *Policy
+	footprint bool // SimulateContext.Footprint
 	// reasons by (key, entry); an entry prefixed with "-" was removed.
 	reasons map[[2]string]string
 	order   [][2]string
@@ -223,14 +227,13 @@ func (sg *suggester) reads(obs []Observation) {
 }
 
 func (sg *suggester) execs(obs, writes []Observation) {
+	narrow := len(sg.base.Exec.Allow) == 0 && sg.footprint && sg.canNarrowExec(obs, writes)
 	var outside []Observation
 	for _, o := range obs {
 		sg.removeCovering("filesystem.deny", &sg.p.Filesystem.Deny, o)
 		sg.removeCovering("exec.deny", &sg.p.Exec.Deny, o)
-		if len(sg.base.Exec.Allow) > 0 {
-			if _, ok := covering(sg.base.Exec.Allow, o.Object); !ok {
-				outside = append(outside, o)
-			}
+		if _, ok := covering(sg.base.Exec.Allow, o.Object); !ok && (narrow || len(sg.base.Exec.Allow) > 0) {
+			outside = append(outside, o)
 		}
 	}
 	byTree := map[string][]Observation{}
@@ -251,6 +254,60 @@ func (sg *suggester) execs(obs, writes []Observation) {
 			sg.note("exec.allow", o.Object, "executed "+o.Describe())
 		}
 	}
+	sg.loaderAdmission(obs)
+}
+
+// canNarrowExec reports whether a base without exec.allow may get one that
+// lists what the workload executed (a footprint, SimulateContext.Footprint,
+// holds every exec): the base is enforced and restricts
+// writes (writable_paths), so that the exec rules' noexec covers every
+// writable place, and the workload runs nothing it may write (under the
+// base's writable_paths, or a file it wrote), which noexec would stop.
+func (sg *suggester) canNarrowExec(execs, writes []Observation) bool {
+	w := sg.base.Filesystem.WritablePaths
+	if len(execs) == 0 || w == nil || sg.base.Zone.Mode != ModeEnforce {
+		return false
+	}
+	for _, o := range execs {
+		if _, ok := covering(*w, o.Object); ok {
+			return false
+		}
+		for _, wr := range writes {
+			if under(o.Object, wr.Object) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// loaderAdmission makes a suggestion whose exec.allow lets a dynamic
+// loader run (a dynamically linked workload needs its loader: the kernel
+// runs it, and Landlock judges it as executed) admit with "audit": strict
+// admission refuses such a zone, since the loader runs any file it can
+// read, outside exec.allow too ("ld.so /some/binary").
+func (sg *suggester) loaderAdmission(execs []Observation) {
+	if sg.p.Zone.Admission != AdmissionStrict || len(sg.p.Exec.Allow) == 0 {
+		return
+	}
+	for _, o := range execs {
+		if !isLoader(o.Object) {
+			continue
+		}
+		if _, ok := covering(sg.p.Exec.Allow, o.Object); !ok {
+			continue
+		}
+		sg.p.Zone.Admission = AdmissionAudit
+		sg.note("zone.admission", AdmissionAudit, fmt.Sprintf("the dynamic loader %s is in exec.allow (executed %s), which strict admission refuses: the loader runs any file it can read, also outside exec.allow", o.Object, o.Describe()))
+		return
+	}
+}
+
+// isLoader reports whether p names a dynamic loader (ld-linux-x86-64.so.2,
+// ld-linux-aarch64.so.1, ld-musl-x86_64.so.1), as admission finds them.
+func isLoader(p string) bool {
+	b := path.Base(p)
+	return strings.HasPrefix(b, "ld-") && strings.Contains(b, ".so")
 }
 
 // writable reports whether base lets the workload write under tree t (an

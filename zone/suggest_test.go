@@ -28,7 +28,11 @@ func strict(t *testing.T) *Policy {
 // but what is listed as unresolved.
 func suggest(t *testing.T, base *Policy, obs []Observation) *Suggestion {
 	t.Helper()
-	ctx := SimulateContext{Zone: "web"}
+	return suggestIn(t, SimulateContext{Zone: "web", Footprint: true}, base, obs)
+}
+
+func suggestIn(t *testing.T, ctx SimulateContext, base *Policy, obs []Observation) *Suggestion {
+	t.Helper()
 	s, err := Suggest(base, obs, ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -455,5 +459,65 @@ func TestSuggestionTOMLWritesEveryKey(t *testing.T) {
 	}
 	if !back.Equal(p) {
 		t.Fatalf("written and read back:\n%s\nparsed %+v\nwant   %+v", text, back, p)
+	}
+}
+
+// A base without exec.allow (strict) gets one that lists what a dynamically
+// linked workload executed: its package trees, the dynamic loader (which
+// makes admission audit, with the reason) and its own script.
+func TestSuggestNarrowsExecForADynamicWorkload(t *testing.T) {
+	const ld = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+	obs := []Observation{
+		ob(ObserveExec, "/usr/bin/bash"), ob(ObserveExec, "/usr/bin/sort"), ob(ObserveExec, "/usr/bin/sed"),
+		ob(ObserveExec, ld), ob(ObserveExec, "/usr/local/bin/work"),
+		ob(ObserveRead, "/etc/ld.so.cache"), ob(ObserveRead, "/lib/x86_64-linux-gnu/libc.so.6"),
+		ob(ObserveWrite, "/var/lib/work/a"), ob(ObserveWrite, "/var/lib/work/b"), ob(ObserveWrite, "/var/lib/work/c"),
+		ob(ObserveWrite, "/dev/null"),
+	}
+	s := suggest(t, strict(t), obs)
+	if want := []string{"/usr/bin", ld, "/usr/local/bin/work"}; !slices.Equal(s.Policy.Exec.Allow, want) {
+		t.Errorf("exec.allow = %q, want %q", s.Policy.Exec.Allow, want)
+	}
+	if s.Policy.Zone.Admission != AdmissionAudit {
+		t.Errorf("admission %q with the loader in exec.allow, want audit", s.Policy.Zone.Admission)
+	}
+	if text := string(s.TOML()); !strings.Contains(text, "# the dynamic loader "+ld+" is in exec.allow (executed by app in container c1, ") ||
+		!strings.Contains(text, "\nadmission = \"audit\"\n") {
+		t.Errorf("the suggestion does not say why admission is audit:\n%s", text)
+	}
+	if w := items(s.Policy.Filesystem.WritablePaths); !slices.Contains(w, "/var/lib/work") {
+		t.Errorf("writable_paths %q, want /var/lib/work", w)
+	}
+
+	// Static binaries only: no loader, admission stays strict.
+	s = suggest(t, strict(t), []Observation{ob(ObserveExec, "/bin/sh"), ob(ObserveExec, "/bin/cat")})
+	if want := []string{"/bin/cat", "/bin/sh"}; !slices.Equal(s.Policy.Exec.Allow, want) || s.Policy.Zone.Admission != AdmissionStrict {
+		t.Errorf("exec.allow %q admission %q, want %q strict", s.Policy.Exec.Allow, s.Policy.Zone.Admission, want)
+	}
+}
+
+// exec.allow is not invented where exec rules would break the workload or
+// cannot close the writable places: a workload that runs what it writes
+// (noexec would stop it), and a base without writable_paths.
+func TestSuggestKeepsExecOpenWhereRulesWouldBreakIt(t *testing.T) {
+	for name, c := range map[string]struct {
+		base *Policy
+		obs  []Observation
+	}{
+		"runs a file under /tmp": {strict(t), []Observation{ob(ObserveExec, "/bin/sh"), ob(ObserveExec, "/tmp/a.out")}},
+		"runs a file it wrote":   {strict(t), []Observation{ob(ObserveExec, "/opt/x/tool"), ob(ObserveWrite, "/opt/x/tool")}},
+		"base without writable_paths": {func() *Policy { p, _ := Preset(PresetStandard); return p }(),
+			[]Observation{ob(ObserveExec, "/bin/sh")}},
+	} {
+		s := suggest(t, c.base, c.obs)
+		if len(s.Policy.Exec.Allow) != 0 {
+			t.Errorf("%s: exec.allow %q, want none", name, s.Policy.Exec.Allow)
+		}
+	}
+	// Events hold only the execs a policy denied or audited, not every
+	// one: an allow-list of them would deny the rest of the workload.
+	s := suggestIn(t, SimulateContext{Zone: "web"}, strict(t), []Observation{ob(ObserveExec, "/opt/denied-before")})
+	if len(s.Policy.Exec.Allow) != 0 {
+		t.Errorf("from events: exec.allow %q, want none", s.Policy.Exec.Allow)
 	}
 }

@@ -35,6 +35,9 @@ func (s *Suggestion) TOML(header ...string) []byte {
 	p := s.Policy
 	w.table("zone")
 	w.str("mode", p.Zone.Mode)
+	if r, ok := w.reasons[[2]string{"zone.admission", p.Zone.Admission}]; ok {
+		w.comment("", r.Reason)
+	}
 	w.str("admission", p.Zone.Admission)
 	w.table("capabilities")
 	w.list("capabilities.allowed", p.Capabilities.Allowed)
@@ -51,6 +54,13 @@ func (s *Suggestion) TOML(header ...string) []byte {
 	}
 	if p.Network.Subnet != "" {
 		w.str("subnet", p.Network.Subnet)
+	}
+	if p.Network.IPv6 {
+		w.flush()
+		fmt.Fprintf(&w.b, "ipv6 = true\n")
+	}
+	if p.Network.Subnet6 != "" {
+		w.str("subnet6", p.Network.Subnet6)
 	}
 	w.list("network.allowed_egress", p.Network.AllowedEgress)
 	w.list("network.denied_egress", plain(p.Network.DeniedEgress))

@@ -54,6 +54,7 @@ func CRD() *apiextv1.CustomResourceDefinition {
 				Subresources: &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}},
 				AdditionalPrinterColumns: []apiextv1.CustomResourceColumnDefinition{
 					{Name: "Mode", Type: "string", JSONPath: ".spec.policy.zone.mode"},
+					{Name: "Default", Type: "boolean", JSONPath: ".spec.default", Description: "the zone of rauha pods that name none and match no selector"},
 					{Name: "Nodes", Type: "integer", JSONPath: ".status.nodes[*].node", Description: "nodes that reported"},
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
@@ -70,7 +71,7 @@ var (
 // Schema is the structural OpenAPI v3 schema of t as encoding/json writes
 // it: field names from the json tags, pointers as their element, a
 // zone.ByteSize as an integer or a size string, metav1.Time as a date-time
-// string. It panics on a kind it does not know: a new field type must be
+// string, a map with string keys as an object of its values. It panics on a kind it does not know: a new field type must be
 // described here before it can reach the API.
 func Schema(t reflect.Type) apiextv1.JSONSchemaProps {
 	for t.Kind() == reflect.Pointer {
@@ -93,6 +94,12 @@ func Schema(t reflect.Type) apiextv1.JSONSchemaProps {
 	case reflect.Slice:
 		item := Schema(t.Elem())
 		return apiextv1.JSONSchemaProps{Type: "array", Items: &apiextv1.JSONSchemaPropsOrArray{Schema: &item}}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			break
+		}
+		item := Schema(t.Elem())
+		return apiextv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextv1.JSONSchemaPropsOrBool{Allows: true, Schema: &item}}
 	case reflect.Struct:
 		s := apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{}}
 		for f := range t.Fields() {

@@ -56,6 +56,29 @@ func TestSchemaCoversEveryPolicyKey(t *testing.T) {
 	}
 }
 
+// TestSchemaCoversEverySpecKey does the same for the whole spec: the
+// selectors (metav1.LabelSelector, with its map of labels) and default.
+func TestSchemaCoversEverySpecKey(t *testing.T) {
+	spec := &ZonePolicySpec{}
+	fill(reflect.ValueOf(spec).Elem())
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	walk(t, "spec", doc, Schema(reflect.TypeFor[ZonePolicySpec]()), &keys)
+	sort.Strings(keys)
+	for _, k := range []string{"spec.default", "spec.namespaceSelector.matchLabels.x", "spec.podSelector.matchExpressions[].values[]"} {
+		if i := sort.SearchStrings(keys, k); i == len(keys) || keys[i] != k {
+			t.Errorf("key %s not checked (checked: %s)", k, strings.Join(keys, " "))
+		}
+	}
+}
+
 // fill sets every settable field of v to a non-zero value.
 func fill(v reflect.Value) {
 	switch v.Kind() {
@@ -71,6 +94,12 @@ func fill(v reflect.Value) {
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 		fill(v.Index(0))
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+		key, val := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(key)
+		fill(val)
+		v.SetMapIndex(key, val)
 	case reflect.String:
 		v.SetString("x")
 	case reflect.Bool:
@@ -90,6 +119,9 @@ func walk(t *testing.T, path string, v any, s apiextv1.JSONSchemaProps, keys *[]
 		}
 		for k, sub := range v {
 			ss, ok := s.Properties[k]
+			if !ok && s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+				ss, ok = *s.AdditionalProperties.Schema, true
+			}
 			if !ok {
 				t.Errorf("%s.%s: no schema", path, k)
 				continue

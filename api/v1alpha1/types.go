@@ -44,12 +44,29 @@ type ZonePolicy struct {
 	Status ZonePolicyStatus `json:"status,omitempty"`
 }
 
-// ZonePolicySpec is what the cluster asks of every node.
+// ZonePolicySpec is what the cluster asks of every node, and which pods
+// join the zone.
 type ZonePolicySpec struct {
 	// Policy is the zone's policy, with the keys of a rauha policy file
 	// (docs/policy.md). Absent keys take the same defaults as in a file:
 	// mode enforce, admission strict.
 	Policy zone.Policy `json:"policy"`
+
+	// NamespaceSelector and PodSelector choose the pods of RuntimeClass
+	// rauha that join the zone without naming one: the admission webhook
+	// (rauha-agent webhook) gives a pod that has no org.rauha.zone
+	// annotation the zone of the ZonePolicy whose selectors all match it
+	// (see Select for the order when several do). A selector that is not
+	// set does not restrict; a ZonePolicy with neither set is joined only
+	// by annotation. An empty selector ({}) matches everything.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	PodSelector       *metav1.LabelSelector `json:"podSelector,omitempty"`
+
+	// Default makes this the zone of rauha pods that name no zone and
+	// that no ZonePolicy's selectors match. At most one ZonePolicy of the
+	// cluster may set it: with two, the webhook refuses such pods rather
+	// than guess.
+	Default bool `json:"default,omitempty"`
 }
 
 // ZonePolicyStatus is what each node reports. Every node's agent owns its
@@ -96,7 +113,12 @@ func (z *ZonePolicy) DeepCopy() *ZonePolicy {
 	if z == nil {
 		return nil
 	}
-	out := &ZonePolicy{TypeMeta: z.TypeMeta, Spec: ZonePolicySpec{Policy: *z.Spec.Policy.Clone()}}
+	out := &ZonePolicy{TypeMeta: z.TypeMeta, Spec: ZonePolicySpec{
+		Policy:            *z.Spec.Policy.Clone(),
+		NamespaceSelector: z.Spec.NamespaceSelector.DeepCopy(),
+		PodSelector:       z.Spec.PodSelector.DeepCopy(),
+		Default:           z.Spec.Default,
+	}}
 	z.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	if z.Status.Nodes != nil {
 		out.Status.Nodes = make([]NodeStatus, len(z.Status.Nodes))

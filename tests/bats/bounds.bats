@@ -49,7 +49,7 @@ check_is() {
 	assert_error_line "zone capped refuses the update of container c1: pids_max 100000 is above the zone's limit 20 \(the zone's \[resources\] are ceilings: lower limits are allowed; to raise one, change the zone with 'rauha zone update capped --policy FILE'\)"
 	assert_eq "$(pids_max b)" 10
 	ev=$(wait_event capped '.control == "resources"')
-	jq -e '.container == "c1" and .decision == "deny" and (.object | contains("pids_max 100000"))' <<<"$ev" >/dev/null ||
+	jqe '.container == "c1" and .decision == "deny" and (.object | contains("pids_max 100000"))' <<<"$ev" >/dev/null ||
 		fail "event: $ev"
 
 	# "No limit" is above every limit, in each form the clients send.
@@ -116,7 +116,7 @@ check_is() {
 	assert_failure 1
 	# The sys_exit observer records the EPERM (BPF_OBJ_GET is command 7).
 	ev=$(wait_event bz '.control == "capability" and .container == "c1"')
-	jq -e '.decision == "deny" and .comm == "bpfget" and .object == "bpf(2) command 7 without CAP_BPF or CAP_SYS_ADMIN (operation not permitted)"' <<<"$ev" >/dev/null ||
+	jqe '.decision == "deny" and .comm == "bpfget" and .object == "bpf(2) command 7 without CAP_BPF or CAP_SYS_ADMIN (operation not permitted)"' <<<"$ev" >/dev/null ||
 		fail "event: $ev"
 
 	rrun rt zone verify --container c1 --format json

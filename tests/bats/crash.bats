@@ -267,7 +267,7 @@ worker() {
 		rt zone update cz --policy "$strict" >/dev/null
 		for i in "${pids[@]}"; do wait "$i" || fail "a create failed in round $r"; done
 		rrun rt zone verify cz --format json
-		if ! jq -e 'any(.checks[]; .name == "kernel policy" and .passed)' <<<"$stdout" >/dev/null; then
+		if ! jqe 'any(.checks[]; .name == "kernel policy" and .passed)' <<<"$stdout" >/dev/null; then
 			stale=$((stale + 1))
 			echo "# round $r: $(jq -r '.checks[] | select(.name == "kernel policy") | .detail' <<<"$stdout")" >&3
 		fi

@@ -107,7 +107,7 @@ net_view() {
 # zone_event ZONE JQ-CONDITION: within 5 s ZONE has an event matching it.
 zone_event() {
 	for _ in $(seq 25); do
-		"$RT" --root "$C_RT_ROOT" zone events "$1" --format json 2>/dev/null | jq -e "select($2)" >/dev/null && return 0
+		"$RT" --root "$C_RT_ROOT" zone events "$1" --format json 2>/dev/null | jqe "select($2)" >/dev/null && return 0
 		sleep 0.2
 	done
 	echo "# zone $1: no event matching ($2); its events:" >&2
@@ -121,7 +121,7 @@ addresses_registered() {
 	local id
 	ok "$RT" --root "$C_RT_ROOT" zone verify "$1" --format json || return 1
 	for id in "$(cat "$C_RUN/$2.pod")" "$(ctr_of "$2")"; do
-		jq -e --arg n "container $id: addresses" --arg a "$(ip_of "$2")" \
+		jqe --arg n "container $id: addresses" --arg a "$(ip_of "$2")" \
 			'any(.checks[]; .name == $n and .passed and (.detail | contains($a)))' <<<"$output" >/dev/null ||
 			{ _show "verify does not pass the addresses of $id (pod $2)" "zone verify $1"; return 1; }
 	done
@@ -203,6 +203,6 @@ addresses_registered() {
 	local z
 	for z in "$ZA" "$ZB"; do
 		ok "$RT" --root "$C_RT_ROOT" zone inspect "$z"
-		jq -e '[.members[]?.addresses[]?] == []' <<<"$output" >/dev/null || { _show "addresses left" "zone inspect $z"; false; }
+		jqe '[.members[]?.addresses[]?] == []' <<<"$output" >/dev/null || { _show "addresses left" "zone inspect $z"; false; }
 	done
 }

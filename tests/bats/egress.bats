@@ -85,7 +85,7 @@ verified() {
 # verify_check ZONE CHECK true|false: verify has CHECK with that outcome.
 verify_check() {
 	rrun rt zone verify "$1" --format json
-	jq -e --arg n "$2" --argjson p "$3" 'any(.checks[]; .name == $n and .passed == $p)' <<<"$stdout" >/dev/null ||
+	jqe --arg n "$2" --argjson p "$3" 'any(.checks[]; .name == $n and .passed == $p)' <<<"$stdout" >/dev/null ||
 		fail "verify of zone $1 does not report '$2' passed=$3: $stdout"
 }
 
@@ -126,7 +126,7 @@ verify_check() {
 	not_sniffed "$NET.3"
 	not_sniffed "${NET6}:3"
 	ev=$(wait_event rawcap ".control == \"egress\" and .object == \"packet $NET.2 icmp (operation not permitted)\"")
-	jq -e '.container == "zraw" and .decision == "deny"' <<<"$ev" >/dev/null || fail "event $ev"
+	jqe '.container == "zraw" and .decision == "deny"' <<<"$ev" >/dev/null || fail "event $ev"
 	wait_event rawcap ".object == \"packet ${NET6}:2 icmpv6 (operation not permitted)\"" >/dev/null
 	verified rawcap zraw
 	# Listed, CAP_NET_RAW also opens packet sockets, which no program

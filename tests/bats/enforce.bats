@@ -9,7 +9,7 @@ load zone_helpers
 
 # ev_is EVENT JQ-CONDITION: the event JSON satisfies the condition.
 ev_is() {
-	jq -e "$2" <<<"$1" >/dev/null || fail "event $1 does not satisfy ($2)"
+	jqe "$2" <<<"$1" >/dev/null || fail "event $1 does not satisfy ($2)"
 }
 
 @test "filesystem deny: the denied file is EACCES with an event, its sibling and another zone read it" {
@@ -83,7 +83,7 @@ ev_is() {
 
 	rrun rt zone verify rofs --format json
 	assert_failure 1
-	jq -e '.checks[] | select(.name == "controls available") | (.passed | not) and (.detail | test("/srv/ro"))' <<<"$stdout" >/dev/null ||
+	jqe '.checks[] | select(.name == "controls available") | (.passed | not) and (.detail | test("/srv/ro"))' <<<"$stdout" >/dev/null ||
 		fail "verify does not name the partly enforced read_only rule: $stdout"
 
 	ev=$(wait_event rofs '.control == "file" and (.object | startswith("/etc/new"))')
@@ -574,7 +574,7 @@ sub_cgroups() {
 		run_ct jail b
 		rrun rt zone verify --container jail --format json
 		assert_failure 1
-		jq -e '.isolated == false and any(.checks[]; .name == "container jail: cgroup escape" and (.passed | not) and (.detail | contains("/mnt/cg")))' <<<"$stdout" >/dev/null ||
+		jqe '.isolated == false and any(.checks[]; .name == "container jail: cgroup escape" and (.passed | not) and (.detail | contains("/mnt/cg")))' <<<"$stdout" >/dev/null ||
 			fail "verify does not name the escape route: $stdout"
 		# A read-only mount of the hierarchy is no route: admitted, verified.
 		rt delete --force jail
@@ -582,7 +582,7 @@ sub_cgroups() {
 		in_zone b jail "$jail_policy"
 		run_ct jail b
 		rrun rt zone verify --container jail --format json
-		jq -e '.zone == "jail" and any(.checks[]; .name == "container jail: cgroup escape" and .passed)' <<<"$stdout" >/dev/null ||
+		jqe '.zone == "jail" and any(.checks[]; .name == "container jail: cgroup escape" and .passed)' <<<"$stdout" >/dev/null ||
 			fail "verify flags a read-only cgroup mount: $stdout"
 		rexec jail sh -c "echo \$\$ >/mnt/cg$CG_PREFIX/$TEST_UID-escape/cgroup.procs"
 		assert_failure

@@ -85,7 +85,7 @@ strict_refuses() {
 # check_is JSON NAME PASSED [DETAIL-SUBSTRING]: the report has check NAME with
 # that verdict (and detail).
 check_is() {
-	jq -e --arg n "$2" --argjson p "$3" --arg d "${4:-}" \
+	jqe --arg n "$2" --argjson p "$3" --arg d "${4:-}" \
 		'any(.checks[]; .name == $n and .passed == $p and (.detail | contains($d)))' <<<"$1" >/dev/null ||
 		fail "verify has no check \"$2\" with passed=$3${4:+ naming \"$4\"}: $1"
 }
@@ -100,7 +100,7 @@ audit_verify_fails() {
 	wait_status "$1" running
 	rrun rt zone verify --container "$1" --format json
 	assert_failure 1
-	jq -e '.isolated == false' <<<"$stdout" >/dev/null || fail "verify says isolated: $stdout"
+	jqe '.isolated == false' <<<"$stdout" >/dev/null || fail "verify says isolated: $stdout"
 	check_is "$stdout" "container $1: $3" false "$4"
 }
 

@@ -29,7 +29,7 @@ load helpers
 	wait "$events" || true
 	while read -r l; do
 		[[ -z $l ]] && continue
-		jq -e . <<<"$l" >/dev/null || fail "not JSON: $l"
+		jqe . <<<"$l" >/dev/null || fail "not JSON: $l"
 	done <"$out"
 }
 
@@ -63,7 +63,7 @@ load helpers
 	touch "$(bundle_dir b)/rootfs/go"
 	retry 100 0.1 grep -q '"type":"oom"' "$BATS_TEST_TMPDIR/events.out" ||
 		fail "no oom event: $(cat "$BATS_TEST_TMPDIR/events.out"); memory.failcnt $(cat /sys/fs/cgroup/memory"$(cg_path b)"/memory.failcnt)"
-	grep -m1 '"type":"oom"' "$BATS_TEST_TMPDIR/events.out" | jq -e '.id == "c1"' >/dev/null
+	grep -m1 '"type":"oom"' "$BATS_TEST_TMPDIR/events.out" | jqe '.id == "c1"' >/dev/null
 	# events ends by itself once the container is gone (rauha already when it
 	# stops), with status 0.
 	rt kill c1 KILL

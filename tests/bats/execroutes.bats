@@ -39,7 +39,7 @@ runc_exec() {
 }
 
 ev_is() {
-	jq -e "$2" <<<"$1" >/dev/null || fail "event $1 does not satisfy ($2)"
+	jqe "$2" <<<"$1" >/dev/null || fail "event $1 does not satisfy ($2)"
 }
 
 # exec_zone BUNDLE ZONE TOML: the bundle joins ZONE with policy TOML (stdin).
@@ -66,7 +66,7 @@ with_helper() {
 verify_exec_checks() {
 	rrun rt zone verify --container "$1" --format json
 	assert_success
-	jq -e --arg c "container $1" '
+	jqe --arg c "container $1" '
 		any(.checks[]; .name == ($c + ": exec: writable paths noexec") and .passed) and
 		any(.checks[]; .name == ($c + ": exec: memfd") and .passed) and .isolated' <<<"$stdout" >/dev/null ||
 		fail "verify does not pass the exec checks of $1: $stdout"
@@ -244,7 +244,7 @@ with_loader() {
 	run_ct rootrw-audit a
 	rrun rt zone verify --container rootrw-audit --format json
 	assert_failure 1
-	jq -e '.checks[] | select(.name == "container rootrw-audit: exec: writable paths noexec") |
+	jqe '.checks[] | select(.name == "container rootrw-audit: exec: writable paths noexec") |
 		(.passed | not) and (.detail | test("root file system is writable"))' <<<"$stdout" >/dev/null ||
 		fail "verify does not name the writable root: $stdout"
 
@@ -283,7 +283,7 @@ with_loader() {
 	# The host's value is untouched.
 	assert_eq "$(cat /proc/sys/vm/memfd_noexec)" "$host"
 	rrun rt zone verify --container sharedpid --format json
-	jq -e '.checks[] | select(.name == "container sharedpid: exec: memfd") | .passed' <<<"$stdout" >/dev/null ||
+	jqe '.checks[] | select(.name == "container sharedpid: exec: memfd") | .passed' <<<"$stdout" >/dev/null ||
 		fail "verify does not pass the memfd check: $stdout"
 }
 
@@ -324,7 +324,7 @@ with_loader() {
 	assert_eq "$stdout" outside-ran
 	rrun rt zone verify --container ldaudit --format json
 	assert_failure 1
-	jq -e '.checks[] | select(.name == "container ldaudit: exec: loader") |
+	jqe '.checks[] | select(.name == "container ldaudit: exec: loader") |
 		(.passed | not) and (.detail | test("/lib64/ld-linux-x86-64.so.2"))' <<<"$stdout" >/dev/null ||
 		fail "verify does not name the allowed loader: $stdout"
 }

@@ -7,20 +7,20 @@ load helpers
 	rrun rt features
 	assert_success
 	j=$stdout
-	jq -e . <<<"$j" >/dev/null || fail "not JSON"
+	jqe . <<<"$j" >/dev/null || fail "not JSON"
 	assert_match "$(jq -r .ociVersionMin <<<"$j")" '^1\.0\.'
 	assert_match "$(jq -r .ociVersionMax <<<"$j")" '^1\.[0-9]+\.'
 	for h in prestart createRuntime createContainer startContainer poststart poststop; do
-		jq -e --arg h "$h" '.hooks | index($h)' <<<"$j" >/dev/null || fail "hook $h missing"
+		jqe --arg h "$h" '.hooks | index($h)' <<<"$j" >/dev/null || fail "hook $h missing"
 	done
-	jq -e '.mountOptions | index("bind") and index("ro")' <<<"$j" >/dev/null || fail "mountOptions"
+	jqe '.mountOptions | index("bind") and index("ro")' <<<"$j" >/dev/null || fail "mountOptions"
 	for ns in cgroup ipc mount network pid user uts; do
-		jq -e --arg ns "$ns" '.linux.namespaces | index($ns)' <<<"$j" >/dev/null || fail "namespace $ns missing"
+		jqe --arg ns "$ns" '.linux.namespaces | index($ns)' <<<"$j" >/dev/null || fail "namespace $ns missing"
 	done
-	jq -e '.linux.capabilities | index("CAP_SYS_ADMIN")' <<<"$j" >/dev/null || fail "capabilities"
-	jq -e '.linux.cgroup.v1 == true' <<<"$j" >/dev/null || fail "cgroup.v1"
-	jq -e '.linux.seccomp.enabled == true' <<<"$j" >/dev/null || fail "seccomp.enabled"
-	jq -e '.linux.seccomp.actions | index("SCMP_ACT_ERRNO")' <<<"$j" >/dev/null || fail "seccomp actions"
+	jqe '.linux.capabilities | index("CAP_SYS_ADMIN")' <<<"$j" >/dev/null || fail "capabilities"
+	jqe '.linux.cgroup.v1 == true' <<<"$j" >/dev/null || fail "cgroup.v1"
+	jqe '.linux.seccomp.enabled == true' <<<"$j" >/dev/null || fail "seccomp.enabled"
+	jqe '.linux.seccomp.actions | index("SCMP_ACT_ERRNO")' <<<"$j" >/dev/null || fail "seccomp actions"
 }
 
 @test "--version: first line names the runtime and its version" {

@@ -78,7 +78,7 @@ perms() { stat -c '%a %u:%g %Y' "$1"; }
 # check_passed ZONE NAME: verify's check NAME passed.
 check_passed() {
 	rrun rt zone verify "$1" --format json
-	jq -e --arg n "$2" '.checks[] | select(.name == $n) | .passed' <<<"$stdout" >/dev/null ||
+	jqe --arg n "$2" '.checks[] | select(.name == $n) | .passed' <<<"$stdout" >/dev/null ||
 		fail "verify check '$2' did not pass: $stdout"
 }
 
@@ -184,7 +184,7 @@ check_passed() {
 
 	rrun rt zone verify names --format json
 	assert_success
-	jq -e '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/opt/shadow.bak"))' <<<"$stdout" >/dev/null ||
+	jqe '.checks[] | select(.name == "container zoned: denied paths") | .passed and (.detail | test("/opt/shadow.bak"))' <<<"$stdout" >/dev/null ||
 		fail "verify does not check the hard link: $stdout"
 }
 
@@ -227,7 +227,7 @@ check_passed() {
 	assert_success
 	rrun rt zone verify sock --format json
 	assert_failure 1
-	jq -e '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/run/sock: the directory is not masked")))' <<<"$stdout" >/dev/null ||
+	jqe '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/run/sock: the directory is not masked")))' <<<"$stdout" >/dev/null ||
 		fail "verify does not notice the missing mask: $stdout"
 }
 
@@ -287,4 +287,111 @@ check_passed() {
 
 	wait_event wonly '.control == "file" and .object == "/bin/busybox (read-only file system)" and .comm == "chmod"' >/dev/null
 	check_passed wonly "container zoned: read-only paths"
+}
+
+
+# late_bundle NAME: an attack bundle with a read-only volume /vol (the host
+# directory $BATS_TEST_TMPDIR/vol-NAME) and a tmpfs of its own on /scratch,
+# whose init reads the late files once /tmp/go1 exists and /vol/late2 again
+# once /tmp/go2 exists.
+late_bundle() {
+	local v=$BATS_TEST_TMPDIR/vol-$1
+	local script='until [ -e /tmp/go1 ]; do sleep 0.1; done
+		for f in /vol/late /vol/new/deep/late /data/a/b/late /scratch/x/late; do cat $f; echo "$f rc=$?"; done
+		until [ -e /tmp/go2 ]; do sleep 0.1; done
+		cat /vol/new/deep/late; echo "again rc=$?"; exec sleep 3600'
+	mkdir -p "$v"
+	attack_bundle "$1" sh -c "$script"
+	cfg "$1" '.mounts += [{destination: "/vol", type: "bind", source: $v, options: ["rbind", "ro"]},
+		{destination: "/scratch", type: "tmpfs", source: "tmpfs", options: ["nosuid"]}]' --arg v "$v"
+}
+
+@test "deny paths missing at create, their directories too, stay denied when the host creates them later" {
+	local b pid v
+	late_bundle r
+	late_bundle z
+	in_zone z late "$(policy late <<-'EOF'
+		[filesystem]
+		deny = ["/vol/late", "/vol/new/deep/late", "/data/a/b/late", "/scratch/x/late"]
+	EOF
+	)"
+	runc_run plain r
+	run_ct zoned z
+
+	# The host (or another container on the same volume) creates the files
+	# in the volume and the rootfs, and in the container's own tmpfs.
+	for b in r z; do
+		v=$BATS_TEST_TMPDIR/vol-$b
+		echo secret >"$v/late"
+		mkdir -p "$v/new/deep" && echo secret >"$v/new/deep/late"
+		mkdir -p "$(bundle_dir $b)/rootfs/data/a/b" && echo secret >"$(bundle_dir $b)/rootfs/data/a/b/late"
+	done
+	pid=$(runc_rt state plain | jq -r .pid)
+	mkdir -p "/proc/$pid/root/scratch/x" && echo secret >"/proc/$pid/root/scratch/x/late"
+	# In the zone the null device holds the name: nobody can create it.
+	rrun bash -c "echo secret >/proc/$(ct_pid zoned)/root/scratch/x/late"
+	assert_failure 1
+	assert_match "$stderr" "/scratch/x/late: Permission denied"
+	rexec zoned sh -c 'echo x >/scratch/x/late'
+	assert_failure 1
+	assert_match "$stderr" "can't create /scratch/x/late: Permission denied"
+	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
+
+	retry 100 0.1 grep -q x/late "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(grep -c '^secret$' "$BATS_TEST_TMPDIR/plain.out")" 4
+	assert_eq "$(grep -c ' rc=0$' "$BATS_TEST_TMPDIR/plain.out")" 4
+	retry 100 0.1 grep -q x/late "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(grep -c secret "$BATS_TEST_TMPDIR/zoned.out")" 0
+	assert_eq "$(grep -c ' rc=1$' "$BATS_TEST_TMPDIR/zoned.out")" 4
+	for f in /vol/late /vol/new/deep/late /data/a/b/late /scratch/x/late; do
+		assert_match "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "can't open '$f': Permission denied"
+		wait_event late ".control == \"file\" and .object == \"$f (permission denied)\" and .comm == \"cat\"" >/dev/null
+	done
+	check_passed late "container zoned: denied paths"
+
+	# Replacing the file by a rename (as editors and package managers do)
+	# takes the null device's mount with the old name: Landlock still
+	# denies the new file (its directory existed when the domain was made
+	# and grants nothing to entries made later), and verify names the
+	# missing mount.
+	v=$BATS_TEST_TMPDIR/vol-z
+	echo secret >"$v/new/deep/tmp" && mv "$v/new/deep/tmp" "$v/new/deep/late"
+	touch "$(bundle_dir z)/rootfs/tmp/go2"
+	retry 100 0.1 grep -q 'again rc=' "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(grep 'again rc=' "$BATS_TEST_TMPDIR/zoned.out")" "again rc=1"
+	rrun rt zone verify late --format json
+	assert_failure 1
+	jqe '.isolated == false and any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/vol/new/deep/late: no mount")))' <<<"$stdout" >/dev/null ||
+		fail "verify does not notice the lost mount: $stdout"
+}
+
+@test "zone update: a deny path whose directories are missing reaches new containers, verify fails the running one" {
+	attack_bundle z1
+	attack_bundle z2
+	in_zone z1 upd "$(policy upd <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	in_zone z2 upd
+	run_ct c1 z1
+	check_passed upd "container c1: denied paths"
+	rrun rt zone update upd --policy "$(policy upd2 <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow", "/data/a/b/late"]
+	EOF
+	)"
+	assert_success
+	run_ct c2 z2
+	mkdir -p "$(bundle_dir z1)/rootfs/data/a/b" "$(bundle_dir z2)/rootfs/data/a/b"
+	echo secret >"$(bundle_dir z1)/rootfs/data/a/b/late"
+	echo secret >"$(bundle_dir z2)/rootfs/data/a/b/late"
+	rexec c2 cat /data/a/b/late
+	assert_failure 1
+	assert_match "$stderr" "can't open '/data/a/b/late': Permission denied"
+	rrun rt zone verify upd --format json
+	assert_failure 1
+	jqe 'any(.checks[]; .name == "container c2: denied paths" and .passed) and
+		any(.checks[]; .name == "container c1: denied paths" and (.passed | not) and (.detail | test("/data/a/b/late: no mount")))' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
 }

@@ -33,12 +33,12 @@ load helpers
 	[[ -s $log ]] || fail "log file is empty"
 	line=$(grep '"level":"error"' "$log" | tail -n1)
 	[[ -n $line ]] || fail "no error line in: $(cat "$log")"
-	jq -e . <<<"$line" >/dev/null || fail "not JSON: $line"
+	jqe . <<<"$line" >/dev/null || fail "not JSON: $line"
 	assert_eq "$(jq -r .level <<<"$line")" error
 	assert_match "$(jq -r .msg <<<"$line")" 'config\.json'
 	assert_match "$(jq -r .time <<<"$line")" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
 	# Every line of the log is JSON.
-	while read -r l; do jq -e . <<<"$l" >/dev/null || fail "non-JSON log line: $l"; done <"$log"
+	while read -r l; do jqe . <<<"$l" >/dev/null || fail "non-JSON log line: $l"; done <"$log"
 	# The error still reaches stderr, as one line.
 	assert_error_line 'config\.json'
 }

@@ -34,6 +34,7 @@ requires() {
 		go) command -v go >/dev/null || [[ -x /usr/local/go/bin/go ]] ||
 			skip "needs the go toolchain to build a test helper" ;;
 		python3) command -v python3 >/dev/null || skip "needs python3" ;;
+		strace) command -v strace >/dev/null || skip "needs strace (its fault injection: -e inject)" ;;
 		userns) [[ -e /proc/self/ns/user ]] || skip "needs user namespaces" ;;
 		seccomp) grep -q "^Seccomp:" /proc/self/status 2>/dev/null || skip "needs seccomp" ;;
 		rauha) is_rauha || skip "rauha-only behaviour" ;;
@@ -166,6 +167,16 @@ assert_error_line() {
 		show
 		fail "error line does not name the problem (/$1/)"
 	fi
+}
+
+# jqe ARGS...: `jq -e ARGS` on standard input that also fails when the input
+# is empty: jq 1.6's -e exits 0 when it reads nothing, so a check fed by a
+# command that printed nothing would pass.
+jqe() {
+	local in
+	in=$(cat) || return 1
+	[[ $in =~ [^[:space:]] ]] || { echo "jqe: empty input" >&2; return 1; }
+	jq -e "$@" <<<"$in"
 }
 
 # ---------------------------------------------------------------- bundles

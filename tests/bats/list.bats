@@ -64,7 +64,7 @@ load helpers
 	assert_eq "$(jq -r '.[0].rootfs' <<<"$stdout")" "$(bundle_dir b)/rootfs"
 	assert_eq "$(jq -r '.[0].owner' <<<"$stdout")" root
 	assert_eq "$(jq -c '.[0].annotations' <<<"$stdout")" '{"k":"v"}'
-	jq -e '.[0] | has("created") and has("ociVersion")' <<<"$stdout" >/dev/null || fail "missing fields: $stdout"
+	jqe '.[0] | has("created") and has("ociVersion")' <<<"$stdout" >/dev/null || fail "missing fields: $stdout"
 }
 
 @test "list: --format json on an empty root is null or []" {

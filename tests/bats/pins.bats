@@ -186,7 +186,7 @@ link_prog() {
 	# Before: the older rauha's programs enforce, and report.
 	t=$(now)
 	enforced b
-	"$old" --root "$ROOT" zone events up --format json | jq -e --arg t "$t" 'select(.control == "file" and .time > $t)' >/dev/null ||
+	"$old" --root "$ROOT" zone events up --format json | jqe --arg t "$t" 'select(.control == "file" and .time > $t)' >/dev/null ||
 		fail "the older rauha recorded no event"
 	[[ $(readlink "$PIN_DIR/object") != "sha256:$(sha256sum <"$REPO_ROOT/bpf/rauha_x86_bpfel.o" | cut -d' ' -f1)" ]] ||
 		fail "the older rauha's pins already record this object"

@@ -112,7 +112,7 @@ addresses_registered() {
 	local id
 	id=$("${PODMAN[@]}" inspect -f '{{.Id}}' "$2")
 	ok "$RT" --root "$ZROOT" zone verify "$1" --format json
-	jq -e --arg n "container $id: addresses" --arg a "$3" \
+	jqe --arg n "container $id: addresses" --arg a "$3" \
 		'any(.checks[]; .name == $n and .passed and (.detail | contains($a)))' <<<"$output" >/dev/null ||
 		{ _show "verify does not pass the addresses of $2 ($3)" "zone verify $1"; return 1; }
 }
@@ -195,5 +195,5 @@ rm_three() { ok "${PODMAN[@]}" rm -f -t 0 pzn-a pzn-a2 pzn-b; }
 	require_rauha "zone inspect"
 	rm_three
 	ok "$RT" --root "$ZROOT" zone inspect "$ZA"
-	jq -e '[.members[]?.addresses[]?] == []' <<<"$output" >/dev/null || { _show "addresses left" "zone inspect $ZA"; false; }
+	jqe '[.members[]?.addresses[]?] == []' <<<"$output" >/dev/null || { _show "addresses left" "zone inspect $ZA"; false; }
 }

@@ -20,7 +20,7 @@ sig_bundle() {
 
 # ev_is EVENT JQ-CONDITION: the event JSON satisfies the condition.
 ev_is() {
-	jq -e "$2" <<<"$1" >/dev/null || fail "event $1 does not satisfy ($2)"
+	jqe "$2" <<<"$1" >/dev/null || fail "event $1 does not satisfy ($2)"
 }
 
 # sigwatch NAME: a host shell outside every zone that appends the number of

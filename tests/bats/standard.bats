@@ -9,6 +9,7 @@
 load helpers
 load zone_helpers
 load runc_helpers
+load debian_helpers
 
 # probe_bundle NAME CALL: bundle NAME runs the sysprobe helper for CALL. It
 # keeps CAP_SYS_BOOT, so kexec_load passes its capability check where
@@ -32,7 +33,7 @@ runc_probe() {
 	echo served-by-httpd >"$(bundle_dir b)/rootfs/var/www/index.html"
 	run_ct plain b
 	rrun rt zone inspect plain
-	jq -e '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
+	jqe '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
 
 	rexec plain sh -c 'seq 1 100 | grep 7 | sort -r | head -n 2 | tr "\n" " "'
 	assert_success
@@ -144,35 +145,14 @@ fetch_metadata() {
 	metadata_bundle s
 	run_ct s s
 	rrun rt zone inspect s
-	jq -e '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
+	jqe '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
 	fetch_metadata rt s
 	assert_eq "$FETCHED" "1 |1 "
 	wait_event s '.control == "egress" and .decision == "deny" and .object == "169.254.169.254:80 (operation not permitted)"' >/dev/null
 	wait_event s '.control == "egress" and .decision == "deny" and .object == "[fd00:ec2::254]:80 (operation not permitted)"' >/dev/null
 	rrun rt zone verify s --format json
 	assert_success
-	jq -e '.checks[] | select(.name == "kernel policy") | .passed' <<<"$stdout" >/dev/null || fail "verify: $stdout"
-}
-
-# debian_bundle NAME: bundle NAME with a private Debian rootfs
-# (debian_rootfs.sh: debootstrap minbase plus busybox, tcc and libc6-dev,
-# built once and cached) and the capabilities docker and podman give a
-# container by default: what an ordinary image runs with (apt drops to its
-# _apt user with them). Skips, saying why, when the rootfs cannot be built.
-debian_bundle() {
-	local tar err=$BATS_TEST_TMPDIR/debian_rootfs.err
-	if ! tar=$("$BATS_TEST_DIRNAME/debian_rootfs.sh" 2>"$err"); then
-		skip "no Debian rootfs: $(tail -n 3 "$err" | tr '\n' ' ')"
-	fi
-	make_bundle "$1"
-	local r
-	r=$(bundle_dir "$1")/rootfs
-	rm -rf "$r"
-	mkdir "$r"
-	tar -C "$r" -xf "$tar" || fail "extract $tar"
-	cfg "$1" '.process.capabilities |= with_entries(.value = $caps)' --argjson caps '["CAP_CHOWN", "CAP_DAC_OVERRIDE",
-		"CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-		"CAP_NET_RAW", "CAP_SYS_CHROOT", "CAP_MKNOD", "CAP_AUDIT_WRITE", "CAP_SETFCAP"]'
+	jqe '.checks[] | select(.name == "kernel policy") | .passed' <<<"$stdout" >/dev/null || fail "verify: $stdout"
 }
 
 # The ordinary work of a Debian image: a bash script, a package built and
@@ -183,7 +163,7 @@ debian_bundle() {
 	debian_bundle deb
 	run_ct deb deb
 	rrun rt zone inspect deb
-	jq -e '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
+	jqe '.policy_source == "preset:standard"' <<<"$stdout" >/dev/null || fail "zone: $stdout"
 
 	# A shell script: bash arrays, a pipeline through coreutils, sed and awk,
 	# files written under /tmp and /var.

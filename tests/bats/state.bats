@@ -9,7 +9,7 @@ load helpers
 	rrun rt state c1
 	assert_success
 	j=$stdout
-	jq -e . <<<"$j" >/dev/null || fail "not JSON: $j"
+	jqe . <<<"$j" >/dev/null || fail "not JSON: $j"
 	assert_match "$(jq -r .ociVersion <<<"$j")" '^1\.[0-9]+\.[0-9]+'
 	assert_eq "$(jq -r .id <<<"$j")" c1
 	assert_eq "$(jq -r .status <<<"$j")" created
@@ -19,7 +19,7 @@ load helpers
 	assert_eq "$(jq -r .rootfs <<<"$j")" "$(bundle_dir b)/rootfs"
 	# RFC 3339 with fractional seconds, as runc prints it.
 	assert_match "$(jq -r .created <<<"$j")" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$'
-	jq -e 'has("owner")' <<<"$j" >/dev/null || fail "no owner field"
+	jqe 'has("owner")' <<<"$j" >/dev/null || fail "no owner field"
 	assert_eq "$(jq -c .annotations <<<"$j")" '{"org.example.key":"value","other":"x"}'
 }
 

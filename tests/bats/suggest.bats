@@ -8,34 +8,6 @@
 load helpers
 load zone_helpers
 
-# peer_listeners: a network namespace of this test ($PEER) with two
-# listeners on $NET.2, ports $PORT and $PORT2, answering "served".
-peer_listeners() {
-	PEER=rauha-$TEST_UID
-	ip netns add "$PEER" || fail "ip netns add $PEER"
-	echo "$PEER" >>"$BATS_TEST_TMPDIR/netns"
-	ip -n "$PEER" link set lo up
-	NET=10.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
-	PORT=$(free_port)
-	PORT2=$((PORT + 1))
-	local p
-	for p in "$PORT" "$PORT2"; do
-		bg ip netns exec "$PEER" busybox nc -ll -p "$p" -e echo served
-	done
-	retry 50 0.1 eval 'ip netns exec "$PEER" ss -Htln "sport = :$PORT2" | grep -q .' || fail "listeners did not start"
-}
-
-# wire_peer ID N: a veth pair between container ID's network namespace
-# ($NET.N) and $PEER ($NET.2 on every pair: one container at a time).
-wire_peer() {
-	local pid peer_if=rp$RANDOM ct_if=rc$RANDOM
-	pid=$(ct_pid "$1")
-	ip link add "$ct_if" netns "$pid" type veth peer name "$peer_if" netns "$PEER" || fail "ip link add"
-	nsenter -t "$pid" -n sh -c "ip addr add $NET.$2/24 dev $ct_if && ip link set $ct_if up" || fail "configure $ct_if"
-	ip -n "$PEER" addr add "$NET.2/24" dev "$peer_if"
-	ip -n "$PEER" link set "$peer_if" up
-}
-
 # workload ID: what the zone's workload does, successfully.
 workload() {
 	rexec "$1" nc -w2 "$NET.2" "$PORT"
@@ -74,7 +46,7 @@ deny_count() {
 	grep -qx 'mode = "enforce"' "$suggested" || fail "the suggestion does not enforce: $(cat "$suggested")"
 	rrun rt zone suggest web --format json
 	assert_success
-	jq -e --arg e "$NET.2:$PORT" '.policy.network.allowed_egress == [$e] and .source == "events" and .base == "preset:strict"' <<<"$stdout" >/dev/null ||
+	jqe --arg e "$NET.2:$PORT" '.policy.network.allowed_egress == [$e] and .source == "events" and .base == "preset:strict"' <<<"$stdout" >/dev/null ||
 		fail "suggest --format json: $stdout"
 
 	# The suggestion allows everything recorded so far; strict does not.
@@ -83,7 +55,7 @@ deny_count() {
 	assert_match "$stdout" "^0 of 1 recorded operations"
 	rrun rt zone simulate web --preset strict --format json
 	assert_failure 1
-	jq -e --arg o "tcp $NET.2:$PORT" '.denied == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
+	jqe --arg o "tcp $NET.2:$PORT" '.denied == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
 		fail "simulate strict: $stdout"
 
 	# A new action, still audited: simulate names exactly it, by rule.
@@ -92,7 +64,7 @@ deny_count() {
 	wait_event web ".decision == \"audit\" and .object == \"$NET.2:$PORT2\"" >/dev/null
 	rrun rt zone simulate web --policy "$suggested" --format json
 	assert_failure 1
-	jq -e --arg o "tcp $NET.2:$PORT2" '.denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].decision == "deny" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
+	jqe --arg o "tcp $NET.2:$PORT2" '.denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].decision == "deny" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
 		fail "simulate after the new action: $stdout"
 	rrun rt zone simulate web --policy "$suggested"
 	assert_failure 1
@@ -135,7 +107,7 @@ deny_count() {
 	assert_success
 	assert_match "$stdout" "^0 of 0 recorded operations"
 	rrun rt zone inspect web
-	jq -e '.policy_source == "preset:audit"' <<<"$stdout" >/dev/null || fail "simulate changed the zone: $stdout"
+	jqe '.policy_source == "preset:audit"' <<<"$stdout" >/dev/null || fail "simulate changed the zone: $stdout"
 	rrun rt zone suggest web --base nosuch
 	assert_failure 1
 	assert_match "$stderr" 'unknown policy preset .*nosuch'
@@ -158,7 +130,7 @@ deny_count() {
 	}
 	learned_workload c1
 	rrun rt zone learn web --show --format json
-	jq -e --arg e "tcp $NET.2:$PORT" 'any(.[]; .kind == "egress" and .object == $e) and any(.[]; .kind == "write" and .object == "/var/spool/app/c")' <<<"$stdout" >/dev/null ||
+	jqe --arg e "tcp $NET.2:$PORT" 'any(.[]; .kind == "egress" and .object == $e) and any(.[]; .kind == "write" and .object == "/var/spool/app/c")' <<<"$stdout" >/dev/null ||
 		fail "the workload was not recorded: $stdout"
 
 	rrun rt zone suggest web
@@ -176,7 +148,7 @@ deny_count() {
 	assert_success
 	rrun rt zone simulate web --preset strict --format json
 	assert_failure 1
-	jq -e --arg e "tcp $NET.2:$PORT" 'any(.verdicts[]; .rule == "network.allowed_egress" and .observation.object == $e) and any(.verdicts[]; .rule == "filesystem.writable_paths" and .observation.object == "/var/app.log")' <<<"$stdout" >/dev/null ||
+	jqe --arg e "tcp $NET.2:$PORT" 'any(.verdicts[]; .rule == "network.allowed_egress" and .observation.object == $e) and any(.verdicts[]; .rule == "filesystem.writable_paths" and .observation.object == "/var/app.log")' <<<"$stdout" >/dev/null ||
 		fail "simulate strict: $stdout"
 
 	# A new action while learning: recorded, and simulate names exactly it.
@@ -184,7 +156,7 @@ deny_count() {
 	assert_success
 	rrun rt zone simulate web --policy "$suggested" --format json
 	assert_failure 1
-	jq -e --arg o "tcp $NET.2:$PORT2" '.source == "recording" and .denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
+	jqe --arg o "tcp $NET.2:$PORT2" '.source == "recording" and .denied == 1 and (.verdicts | length) == 1 and .verdicts[0].rule == "network.allowed_egress" and .verdicts[0].observation.object == $o' <<<"$stdout" >/dev/null ||
 		fail "simulate after the new action: $stdout"
 
 	# Enforced, in a new container (a running one keeps the Landlock domain

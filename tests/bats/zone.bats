@@ -7,7 +7,7 @@ load zone_helpers
 
 # check_passed REPORT NAME: the report has check NAME and it passed.
 check_passed() {
-	jq -e --arg n "$2" 'any(.checks[]; .name == $n and .passed)' <<<"$1" >/dev/null ||
+	jqe --arg n "$2" 'any(.checks[]; .name == $n and .passed)' <<<"$1" >/dev/null ||
 		fail "check '$2' missing or failed in: $1"
 }
 
@@ -23,7 +23,7 @@ check_failed() {
 	run_ct plain b
 	rrun rt zone inspect plain
 	assert_success
-	jq -e '.name == "plain" and .policy_source == "preset:standard" and .implicit and ([.members[].id] == ["plain"])' <<<"$stdout" >/dev/null ||
+	jqe '.name == "plain" and .policy_source == "preset:standard" and .implicit and ([.members[].id] == ["plain"])' <<<"$stdout" >/dev/null ||
 		fail "unexpected zone: $stdout"
 	rt zone list | grep -qE '^plain +[0-9]+ +enforce +preset:standard +1$' || fail "zone list: $(rt zone list)"
 
@@ -65,7 +65,7 @@ check_failed() {
 	rrun rt zone inspect web
 	assert_success
 	assert_eq "$(jq -c '[.members[].id] | sort' <<<"$stdout")" '["w1","w2"]'
-	jq -e '.members[] | select(.id == "w1") | .cgroup_id > 0' <<<"$stdout" >/dev/null || fail "no cgroup id: $stdout"
+	jqe '.members[] | select(.id == "w1") | .cgroup_id > 0' <<<"$stdout" >/dev/null || fail "no cgroup id: $stdout"
 
 	# A member asking for another policy than the zone's is refused.
 	make_bundle b3
@@ -202,7 +202,7 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 	run_ct f1 b2
 	rrun rt zone inspect fresh
 	assert_success
-	jq -e '.policy_source == "preset:standard" and (.implicit | not)' <<<"$stdout" >/dev/null || fail "zone fresh: $stdout"
+	jqe '.policy_source == "preset:standard" and (.implicit | not)' <<<"$stdout" >/dev/null || fail "zone fresh: $stdout"
 }
 
 @test "admission audit: the container starts and verify names the unavailable control (exit 1)" {
@@ -219,7 +219,7 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 
 	rrun rt zone verify lenient --format json
 	assert_failure 1
-	jq -e '.isolated == false' <<<"$stdout" >/dev/null || fail "isolated: $stdout"
+	jqe '.isolated == false' <<<"$stdout" >/dev/null || fail "isolated: $stdout"
 	check_failed "$stdout" "controls available" "filesystem and exec rules in audit mode"
 	rrun rt zone verify lenient
 	assert_failure 1
@@ -232,7 +232,7 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 	rrun rt zone verify v --format json
 	assert_success
 	r=$stdout
-	jq -e '.zone == "v" and .model == "SyscallPolicy" and .isolated == true' <<<"$r" >/dev/null || fail "report: $r"
+	jqe '.zone == "v" and .model == "SyscallPolicy" and .isolated == true' <<<"$r" >/dev/null || fail "report: $r"
 	# This host refuses BPF-LSM programs (see ENFORCEMENT.md).
 	assert_eq "$(jq -r .backend <<<"$r")" landlock
 	for c in "zone recorded" "controls available" "container vc: state" "container vc: cgroup" \
@@ -242,9 +242,39 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 
 	rrun rt zone verify --container vc --format json
 	assert_success
-	jq -e '.zone == "v" and .container == "vc" and .isolated' <<<"$stdout" >/dev/null || fail "report: $stdout"
+	jqe '.zone == "v" and .container == "vc" and .isolated' <<<"$stdout" >/dev/null || fail "report: $stdout"
 	rrun rt zone verify nosuchzone
 	assert_failure
+}
+
+@test "verify: names the known limits that apply to the zone, and only those" {
+	in_zone b v strict
+	run_ct vc b
+	rrun rt zone verify v --format json
+	assert_success
+	jqe '.backend == "landlock"
+		and any(.limits[]; startswith("zone update: a running process'"'"'s Landlock domain cannot change"))
+		and any(.limits[]; startswith("zone update: capabilities and syscalls.deny"))
+		and all(.limits[]; startswith("signals:") | not)' <<<"$stdout" >/dev/null || fail "limits: $stdout"
+	rrun rt zone verify v
+	assert_match "$stdout" "KNOWN LIMITS"
+
+	# A member that shares a pid namespace is signal-scoped on this backend:
+	# a SIGIO that Landlock refuses leaves no event.
+	make_bundle b2
+	host_pid b2
+	run_ct hc b2
+	rrun rt zone verify --container hc --format json
+	jqe 'any(.limits[]; startswith("signals: a SIGIO or SIGURG"))' <<<"$stdout" >/dev/null || fail "limits: $stdout"
+
+	make_bundle b3
+	in_zone b3 p privileged
+	run_ct pc b3
+	rrun rt zone verify p --format json
+	assert_success
+	jqe '.limits == []' <<<"$stdout" >/dev/null || fail "a zone without rules has limits: $stdout"
+	rrun rt zone verify p
+	[[ $stdout != *"KNOWN LIMITS"* ]] || fail "$stdout"
 }
 
 @test "verify and reconcile: programs left on an unpinned map are named by verify and reinstalled by reconcile" {
@@ -271,7 +301,7 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 	run_ct hostish b
 	rrun rt zone verify --container hostish --format json
 	assert_failure 1
-	jq -e '.isolated == false' <<<"$stdout" >/dev/null || fail "report: $stdout"
+	jqe '.isolated == false' <<<"$stdout" >/dev/null || fail "report: $stdout"
 	check_failed "$stdout" "container hostish: namespaces" "shares the host's pid, net namespace"
 	check_passed "$stdout" "container hostish: member"
 }

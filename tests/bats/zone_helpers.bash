@@ -155,5 +155,33 @@ zone_json() {
 
 # zone_exists ZONE: the zone is listed.
 zone_exists() {
-	rt zone list --format json | jq -e --arg z "$1" 'any(.[]; .name == $z)' >/dev/null
+	rt zone list --format json | jqe --arg z "$1" 'any(.[]; .name == $z)' >/dev/null
+}
+
+# peer_listeners: a network namespace of this test ($PEER) with two
+# listeners on $NET.2, ports $PORT and $PORT2, answering "served".
+peer_listeners() {
+	PEER=rauha-$TEST_UID
+	ip netns add "$PEER" || fail "ip netns add $PEER"
+	echo "$PEER" >>"$BATS_TEST_TMPDIR/netns"
+	ip -n "$PEER" link set lo up
+	NET=10.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+	PORT=$(free_port)
+	PORT2=$((PORT + 1))
+	local p
+	for p in "$PORT" "$PORT2"; do
+		bg ip netns exec "$PEER" busybox nc -ll -p "$p" -e echo served
+	done
+	retry 50 0.1 eval 'ip netns exec "$PEER" ss -Htln "sport = :$PORT2" | grep -q .' || fail "listeners did not start"
+}
+
+# wire_peer ID N: a veth pair between container ID's network namespace
+# ($NET.N) and $PEER ($NET.2 on every pair: one container at a time).
+wire_peer() {
+	local pid peer_if=rp$RANDOM ct_if=rc$RANDOM
+	pid=$(ct_pid "$1")
+	ip link add "$ct_if" netns "$pid" type veth peer name "$peer_if" netns "$PEER" || fail "ip link add"
+	nsenter -t "$pid" -n sh -c "ip addr add $NET.$2/24 dev $ct_if && ip link set $ct_if up" || fail "configure $ct_if"
+	ip -n "$PEER" addr add "$NET.2/24" dev "$peer_if"
+	ip -n "$PEER" link set "$peer_if" up
 }

@@ -90,7 +90,7 @@ pong() {
 # that outcome (and a detail matching the regex).
 verify_check() {
 	rrun rt zone verify "$1" --format json
-	jq -e --arg n "$2" --argjson p "$3" --arg d "${4:-}" \
+	jqe --arg n "$2" --argjson p "$3" --arg d "${4:-}" \
 		'any(.checks[]; .name == $n and .passed == $p and (.detail | test($d)))' <<<"$stdout" >/dev/null ||
 		fail "verify of zone $1 does not report '$2' passed=$3 (${4:-}): $stdout"
 }
@@ -135,7 +135,7 @@ verify_check() {
 	rrun rt zone inspect a
 	assert_success
 	# Its IPv4 address and the link-local one the kernel gave eth0.
-	jq -e --arg a "$NET.1" '.members[] | select(.id == "sa") | .addresses | (index($a) != null and any(.[]; startswith("fe80:")))' <<<"$stdout" >/dev/null ||
+	jqe --arg a "$NET.1" '.members[] | select(.id == "sa") | .addresses | (index($a) != null and any(.[]; startswith("fe80:")))' <<<"$stdout" >/dev/null ||
 		fail "inspect does not show sa's addresses: $stdout"
 	verify_check a "container sa: addresses" true "$NET.1"
 	verify_check b "container sb: addresses" true "$NET.2"
@@ -154,7 +154,7 @@ verify_check() {
 	rrun rt delete --force sb
 	assert_success
 	rrun rt zone inspect b
-	jq -e '.members == []' <<<"$stdout" >/dev/null || fail "sb still a member: $stdout"
+	jqe '.members == []' <<<"$stdout" >/dev/null || fail "sb still a member: $stdout"
 	rrun rt zone update a --policy "$(policy a-none <<<$'[network]\nallowed_zones = []')"
 	assert_success
 	rexec sa nc -w 1 "$NET.2" 8080
@@ -240,7 +240,7 @@ verify_check() {
 	assert_match "$output" "container sa: addresses \[$NET.1 $NET.11 fe80:[0-9a-f:]+\] registered"
 	verify_check a "container sa: addresses" true "$NET.11"
 	rrun rt zone inspect a
-	jq -e --arg a "$NET.1" --arg b "$NET.11" '.members[0].addresses | index($a) != null and index($b) != null' <<<"$stdout" >/dev/null ||
+	jqe --arg a "$NET.1" --arg b "$NET.11" '.members[0].addresses | index($a) != null and index($b) != null' <<<"$stdout" >/dev/null ||
 		fail "inspect does not show both addresses: $stdout"
 	n=$(zone_events b | jq -c 'select(.control == "ingress")' | wc -l)
 	rexec sa nc -w 2 "$NET.2" 8080

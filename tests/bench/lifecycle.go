@@ -48,7 +48,15 @@ func (s *samples) summary(rt, row string) row {
 // rotating the order, so load on the shared machine hits all of them alike.
 func (b *bench) lifecycle(ctx context.Context, res *results) error {
 	s := newSamples()
-	rts := b.runtimes
+	var rts []*runtime
+	for _, r := range b.runtimes {
+		if len(b.cfg.only) == 0 || b.cfg.only[r.name] {
+			rts = append(rts, r)
+		}
+	}
+	if len(rts) == 0 {
+		return fmt.Errorf("-lifecycle-only: no such runtime")
+	}
 	const warmup = 2
 	for i := 0; i < warmup+b.cfg.samples; i++ {
 		for k := range rts {

@@ -69,12 +69,18 @@ type config struct {
 	netBulkMiB  int
 	netRequests int
 	netConns    int
-	skip        map[string]bool
+	// the zone-to-zone part: the runc pair's namespaces (client,listener),
+	// its listener, and the rauha zones' subnets
+	zoneNetns      string
+	zoneNetAddr    string
+	zoneNetSubnets []string
+	only           map[string]bool // lifecycle runtimes, when not all
+	skip           map[string]bool
 }
 
 func runBench(args []string) error {
 	var c config
-	var runcs, scale, skip string
+	var runcs, scale, skip, only string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&c.rauha, "rauha", "./rauha", "rauha binary")
 	fs.StringVar(&runcs, "runc", "runc-1.1.5=/usr/sbin/runc", "comma-separated NAME=PATH of runc builds to compare with")
@@ -94,7 +100,12 @@ func runBench(args []string) error {
 	fs.IntVar(&c.netBulkMiB, "net-bulk-mib", 128, "MiB each bulk send sends")
 	fs.IntVar(&c.netRequests, "net-requests", 3000, "request/answer round trips over one connection per exchange")
 	fs.IntVar(&c.netConns, "net-conns", 600, "connections with one request each per exchange")
-	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,probe,update,net,scale")
+	fs.StringVar(&c.zoneNetns, "zonenet-netns", "", "CLIENT,LISTENER network namespaces (paths) of the zone-to-zone part's runc pair; empty skips that part")
+	fs.StringVar(&c.zoneNetAddr, "zonenet-addr", "10.235.2.2:5201", "the zone-to-zone part's runc listener (IPv4:port, a /24 whose first address is its gateway)")
+	var zoneNetSubnets string
+	fs.StringVar(&zoneNetSubnets, "zonenet-subnets", "10.234.1.0/24,10.234.2.0/24", "subnets of the zone-to-zone part's two rauha zones (/24)")
+	fs.StringVar(&only, "lifecycle-only", "", "comma-separated runtimes the lifecycle part runs (e.g. rauha-isolated,rauha-bridged,rauha-bridged-zone); empty: all")
+	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,probe,update,net,zonenet,scale")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -116,6 +127,13 @@ func runBench(args []string) error {
 			return fmt.Errorf("-scale: bad count %q", s)
 		}
 		c.scale = append(c.scale, v)
+	}
+	if c.zoneNetSubnets = splitList(zoneNetSubnets); len(c.zoneNetSubnets) != 2 {
+		return fmt.Errorf("-zonenet-subnets %q: want two", zoneNetSubnets)
+	}
+	c.only = map[string]bool{}
+	for _, s := range splitList(only) {
+		c.only[s] = true
 	}
 	c.skip = map[string]bool{}
 	for _, s := range splitList(skip) {
@@ -172,6 +190,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"probe", b.probe},
 		{"update", b.updateDelay},
 		{"net", b.netTest},
+		{"zonenet", b.zoneNet},
 		{"scale", b.scaleTest},
 	}
 	var firstErr error

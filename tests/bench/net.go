@@ -149,14 +149,22 @@ func (b *bench) netTest(ctx context.Context, res *results) error {
 		return fmt.Errorf("BPF program cost: %w", err)
 	}
 	for _, v := range vs {
-		for i, m := range netMetrics {
-			xs := rate[v.name][i]
-			res.Net = append(res.Net, netRow{Variant: v.name, Metric: m.name, Unit: m.unit, Runs: len(xs),
-				Median: median(xs), Min: minOf(xs), Max: maxOf(xs), CPUus: median(cpu[v.name][i]),
-				Rates: xs, CPUs: cpu[v.name][i]})
-		}
+		res.Net = append(res.Net, netRows(v.name, rate[v.name], cpu[v.name])...)
 	}
 	return nil
+}
+
+// netRows are the table rows of one variant: the rates and CPU times of
+// each of netMetrics, over the rounds.
+func netRows(variant string, rate, cpu [][]float64) []netRow {
+	var rows []netRow
+	for i, m := range netMetrics {
+		xs := rate[i]
+		rows = append(rows, netRow{Variant: variant, Metric: m.name, Unit: m.unit, Runs: len(xs),
+			Median: median(xs), Min: minOf(xs), Max: maxOf(xs), CPUus: median(cpu[i]),
+			Rates: xs, CPUs: cpu[i]})
+	}
+	return rows
 }
 
 // netOrder is the order of n variants in turn t: every permutation in

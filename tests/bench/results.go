@@ -79,6 +79,7 @@ type results struct {
 	Update    []row         `json:"update,omitempty"`
 	Net       []netRow      `json:"net,omitempty"`
 	NetProg   []netProgRow  `json:"net_programs,omitempty"`
+	ZoneNet   []netRow      `json:"zone_net,omitempty"`
 	Scale     []row         `json:"scale,omitempty"`
 	Targets   []target      `json:"targets"`
 	Errors    []string      `json:"errors,omitempty"`
@@ -177,11 +178,12 @@ func (r *results) evaluate() {
 		r.Targets = append(r.Targets, target{Name: name, Value: round(value), Limit: limit, Unit: unit,
 			Met: !math.IsNaN(value) && value <= limit, Detail: detail})
 	}
-	if len(r.Lifecycle) > 0 && base != "" {
-		if a, ok := r.find(r.Lifecycle, "rauha", "cycle", 0); ok {
-			b, _ := r.find(r.Lifecycle, base, "cycle", 0)
-			add("create+start+wait+delete median rauha/"+base, a.MedianMs/b.MedianMs, 0.8, "ratio", "")
-		}
+	_, ranRauha := r.find(r.Lifecycle, "rauha", "cycle", 0)
+	_, ranBase := r.find(r.Lifecycle, base, "cycle", 0)
+	if ranRauha && ranBase { // not so under -lifecycle-only
+		a, _ := r.find(r.Lifecycle, "rauha", "cycle", 0)
+		b, _ := r.find(r.Lifecycle, base, "cycle", 0)
+		add("create+start+wait+delete median rauha/"+base, a.MedianMs/b.MedianMs, 0.8, "ratio", "")
 		var slow, fat []string
 		worst, worstRSS := 0.0, 0.0
 		for _, name := range lifecycleRows {
@@ -238,6 +240,16 @@ func (r *results) evaluate() {
 				Value: round(q), Limit: 0.95, AtLeast: true, Unit: "ratio", Met: q >= 0.95,
 				Detail: fmt.Sprintf("egress zone / zone without egress rules %.3f; zone without egress rules / outside %.3f",
 					pairedRatio(eg.Rates, none.Rates), pairedRatio(none.Rates, out.Rates)),
+			})
+		}
+	}
+	if len(r.ZoneNet) == 2*len(netMetrics) {
+		for i, m := range netMetrics[:2] {
+			a, z := r.ZoneNet[i], r.ZoneNet[len(netMetrics)+i]
+			q := pairedRatio(z.Rates, a.Rates)
+			r.Targets = append(r.Targets, target{
+				Name:  fmt.Sprintf("%s (%s) between two bridged zones that allow each other / the same path without zones", m.name, m.unit),
+				Value: round(q), Limit: 0.95, AtLeast: true, Unit: "ratio", Met: q >= 0.95,
 			})
 		}
 	}
@@ -325,7 +337,8 @@ func (r *results) print(w io.Writer) {
 			runcs = append(runcs, rt.Name)
 		}
 	}
-	if len(r.Lifecycle) > 0 {
+	_, ranRauha := r.find(r.Lifecycle, "rauha", "cycle", 0)
+	if ranRauha {
 		n := 0
 		if x, ok := r.find(r.Lifecycle, "rauha", "cycle", 0); ok {
 			n = x.N
@@ -488,6 +501,16 @@ func (r *results) print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %.2f per %s | %.0f | %.2f | %s |\n", p.Variant, p.Metric, p.Program,
 				p.RunsPerUnit, unit, p.NsPerRun, p.RunsPerUnit*p.NsPerRun/1e3, share)
+		}
+	}
+	if len(r.ZoneNet) == 2*len(netMetrics) {
+		base, zones := r.ZoneNet[0].Variant, r.ZoneNet[len(netMetrics)].Variant
+		fmt.Fprintf(w, "\n## Zone to zone (median (min-max) of %d rounds, one exchange of each pair in turn; ratio: median of the rounds' ratios): a client container sends to a listener container over two bridges and the host's routing, in two bridged zones that allow each other, and under %s on two bridges of the bench\n\n", r.ZoneNet[0].Runs, base)
+		fmt.Fprintf(w, "| metric | %s | %s | zones / no zone | client CPU µs per unit, no zone / zones |\n|---|---|---|---|---|\n", base, zones)
+		for i, m := range netMetrics {
+			a, z := r.ZoneNet[i], r.ZoneNet[len(netMetrics)+i]
+			fmt.Fprintf(w, "| %s (%s) | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | **%.3f** | %.2f / %.2f |\n", m.name, m.unit,
+				a.Median, a.Min, a.Max, z.Median, z.Min, z.Max, pairedRatio(z.Rates, a.Rates), a.CPUus, z.CPUus)
 		}
 	}
 	if len(r.Scale) > 0 {

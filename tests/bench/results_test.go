@@ -79,3 +79,31 @@ func TestNetOrderBalanced(t *testing.T) {
 		}
 	}
 }
+
+// The zone-to-zone targets: bulk and one-connection request rates of the
+// zones over the same round's rates without zones, met at 0.95 or more;
+// the printed table has one line per metric.
+func TestEvaluateZoneNetTargets(t *testing.T) {
+	vs := []string{"runc-1.1.5 (bench bridges, no zone)", "rauha, two bridged zones allowing each other"}
+	rates := [][]float64{{100, 200, 1000}, {90, 196, 980}}
+	r := &results{Runtimes: []runtimeInfo{{Name: "runc-1.1.5"}, {Name: "rauha"}}}
+	for i, v := range vs {
+		for _, m := range netMetrics {
+			r.ZoneNet = append(r.ZoneNet, netRow{Variant: v, Metric: m.name, Unit: m.unit, Runs: 3, Rates: rates[i]})
+		}
+	}
+	r.evaluate()
+	if len(r.Targets) != 2 {
+		t.Fatalf("targets %+v, want bulk and one-connection requests", r.Targets)
+	}
+	for _, got := range r.Targets {
+		if got.Value != 0.98 || !got.Met || !got.AtLeast {
+			t.Errorf("%s: value %v met %v at least %v, want 0.98, met, at least", got.Name, got.Value, got.Met, got.AtLeast)
+		}
+	}
+	var out strings.Builder
+	r.print(&out)
+	if n := strings.Count(out.String(), "| **0.980** |"); n != len(netMetrics) {
+		t.Errorf("%d zone-to-zone lines with ratio 0.980, want %d:\n%s", n, len(netMetrics), out.String())
+	}
+}

@@ -146,9 +146,10 @@ func newBench(c config) (*bench, error) {
 	// standard), the two ends of the zone-cost comparison, and a zone with
 	// egress rules (the network part's, which differs from privileged in
 	// those rules alone), and the cost of bridged networking against
-	// isolated: in each container's own zone (each cycle makes and removes
-	// a bridge, a veth pair, a lease and the nftables table) and in one
-	// named zone that keeps its bridge (a veth pair and a lease).
+	// isolated: in each container's own zone (each cycle makes a zone, a
+	// veth pair and a lease, and takes the root's spare bridge, parked by
+	// the previous cycle: the named zone below keeps the root bridged) and
+	// in one named zone that keeps its bridge (a veth pair and a lease).
 	egress := filepath.Join(c.work, "egress.toml")
 	if err := os.WriteFile(egress, []byte(egressPolicy(c.netAddr)), 0o644); err != nil {
 		return nil, err
@@ -274,6 +275,8 @@ func (b *bench) cleanup() error {
 			// zones named by annotation outlive their containers
 			_, _ = r.invoke(nil, "zone", "delete", "--force", updateZone)
 			_, _ = r.invoke(nil, "zone", "delete", "--force", bridgedZone)
+			_, _ = r.invoke(nil, "zone", "delete", "--force", zoneNetClientZone)
+			_, _ = r.invoke(nil, "zone", "delete", "--force", zoneNetServerZone)
 			// A root without zones: reconcile uninstalls its programs,
 			// pins and anchor cgroup; removePinDir catches what is left.
 			_, _ = r.invoke(nil, "zone", "reconcile")

@@ -153,12 +153,22 @@ cgroup_exists() {
 
 # ---------------------------------------------------------------- zones
 
+# jqe ARGS...: `jq -e ARGS` on standard input that also fails when the input
+# is empty: jq 1.6's -e exits 0 when it reads nothing, so a check fed by a
+# command that printed nothing would pass.
+jqe() {
+	local in
+	in=$(cat) || return 1
+	[[ $in =~ [^[:space:]] ]] || { echo "jqe: empty input" >&2; return 1; }
+	jq -e "$@" <<<"$in"
+}
+
 # zone_lists ROOT ZONE ID: `rauha zone inspect ZONE` under ROOT (JSON: .name,
 # .members[] = {id, zone, cgroup_path, ...}) has a member whose id is ID.
 zone_lists() {
 	local root=$1 zone=$2 id=$3
 	ok "$RT" --root "$root" zone inspect "$zone" || return 1
-	jq -e --arg z "$zone" --arg id "$id" '.name == $z and any(.members[]?; .id == $id)' \
+	jqe --arg z "$zone" --arg id "$id" '.name == $z and any(.members[]?; .id == $id)' \
 		<<<"$output" >/dev/null 2>&1 ||
 		{ _show "zone $zone does not list member $id" "$RT --root $root zone inspect $zone"; return 1; }
 }
