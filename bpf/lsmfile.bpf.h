@@ -52,9 +52,30 @@
 /* Deeper than any path PATH_MAX can spell; a walk that gets there denies. */
 #define WALK_MAX 4096
 
+/*
+ * One file check (file_verdict): what is judged, then the state of the walk
+ * up from it. The hook fills in the first part and hands the struct over by
+ * pointer, so the verifier checks the walk once per program, knowing
+ * nothing of the fields' values, however many times the program judges a
+ * file and whichever hook it is.
+ */
 struct walk {
+	/* What is judged: inode, reached through dentry d (or a new entry newd
+	 * about to be made in d's directory) in the mount below (given as a
+	 * struct vfsmount *); the file_deny bits that deny this access, and the
+	 * control and hook that count and report it. */
+	__u64 inode;
+	__u64 d;
+	__u64 newd;
+	__u32 zone;
+	__u32 bits;
+	__u16 control;
+	__u16 hook;
+
 	__u64 dentry; /* the last dentry looked at */
-	__u64 mount;  /* its struct mount; 0 when the hook has only a dentry */
+	/* Its struct mount (the hook's struct vfsmount * until the walk
+	 * starts); 0 when the hook has only a dentry. */
+	__u64 mount;
 	/* The dentries the walk has left, by depth (a ring): a chain of names
 	 * is followed down through them. */
 	__u64 below[FILE_CHAIN_MAX];
@@ -66,8 +87,6 @@ struct walk {
 	__u64 resume_below[FILE_CHAIN_MAX];
 	__u32 resume_depth;
 	__u32 depth;
-	__u32 zone;
-	__u32 bits;
 	__u32 dev;
 	__u64 ino; /* out: the denied directory, or the parent of the denied name */
 	__u8 hit;
@@ -78,6 +97,11 @@ struct walk {
 	__u8 resume; /* the walk is within a file system above a bind mount's root */
 	__u8 named;  /* out: a name denied it: the name of named_at */
 	__u64 named_at;
+};
+
+/* bpf_loop's context must be on the stack: the walk is reached through it. */
+struct walk_ctx {
+	struct walk *w;
 };
 
 /* The name of d into buf (NUL-padded); false when it is too long to be
@@ -205,7 +229,7 @@ static __always_inline long walk_end(struct walk *w)
  */
 static long walk_up(__u64 i, void *arg)
 {
-	struct walk *w = arg;
+	struct walk *w = ((struct walk_ctx *)arg)->w;
 	struct dentry *d = (void *)w->dentry;
 	struct dentry *parent = BPF_CORE_READ(d, d_parent);
 
@@ -267,25 +291,53 @@ static long walk_up(__u64 i, void *arg)
 }
 
 /*
- * The file_deny decision for inode, reached through dentry d and mount
- * (a struct vfsmount *, 0 when the hook does not know it): the inode
- * itself, then, in a zone whose list holds directories, every directory
- * above it, and in a zone that lists names or chains of names, the name of
- * d and of every directory above it. bits: the file_deny bits that deny
- * this access. Counts the check, and on a denial reports the denied inode
- * (the directory's, with the file's name in path, when a directory denied
- * it; the parent's, or a chain's last link, with the listed name in path,
- * when a name denied it).
+ * The LSM verdict of a file check's result: an error code in [-4095, -1],
+ * which the verifier requires of an LSM program and cannot know of a value
+ * returned by a global function or read from memory; 0 otherwise.
+ */
+static __always_inline int lsm_verdict(__s64 r)
+{
+	__s64 verdict = (int)r;
+
+	barrier_var(verdict);
+	if (verdict < 0) {
+		if (verdict < -4095)
+			return -EPERM;
+		return verdict;
+	}
+	return 0;
+}
+
+/*
+ * The file_deny decision of a file check (struct walk's first part): the
+ * inode itself, then, in a zone whose list holds directories, every
+ * directory above it, and in a zone that lists names or chains of names,
+ * the name of d and of every directory above it. Counts the check, and on
+ * a denial reports the denied inode (the directory's, with the file's name
+ * in path, when a directory denied it; the parent's, or a chain's last
+ * link, with the listed name in path, when a name denied it).
  *
  * newd, when not 0, is a new entry about to be made in the directory inode
  * (d is the directory's dentry): the walk starts at it, so its own name is
  * looked up too, and events carry it in path.
-
+ *
+ * A global function: the verifier checks it once per program, apart from
+ * its callers, knowing nothing of w's contents, so the walk's loops are
+ * checked once with every field unknown instead of once for every value the
+ * verifier tracks in a caller's stack and for every file check a program
+ * makes (inlined, they made path_rename, which judges up to four entries,
+ * too large for 6.12's verifier). Its only output is the verdict: callers
+ * never read w back, since the verifier checks them apart from it too and
+ * what it knew of w before the call must not decide what runs after.
  */
-static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct dentry *d,
-					__u64 mount, __u32 bits, __u16 control, __u16 hook,
-					struct dentry *newd)
+__noinline int file_verdict(struct walk *w)
 {
+	if (!w)
+		return 0;
+	__u32 zone = w->zone;
+	__u32 bits = w->bits;
+	__u16 control = w->control;
+	struct inode *inode = (void *)w->inode;
 	struct counters *c = counters_of(zone);
 	struct file_key k = {
 		.zone = zone,
@@ -294,7 +346,6 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 	};
 	struct policy p;
 	bool below = false;
-	struct walk w = { .dentry = newd ? (__u64)newd : (__u64)d, .zone = zone, .bits = bits };
 
 	count_check(c, control);
 	load_policy(zone, &p);
@@ -302,28 +353,37 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 	if (!mask || !(*mask & bits)) {
 		if (!(p.flags & (POLICY_FILE_TREES | POLICY_FILE_NAMES | POLICY_FILE_CHAINS)))
 			return 0;
-		w.names = !!(p.flags & POLICY_FILE_NAMES);
-		w.trees = !!(p.flags & POLICY_FILE_TREES);
-		w.chains = !!(p.flags & POLICY_FILE_CHAINS);
-		if (mount)
-			w.mount = mount - bpf_core_field_offset(struct mount, mnt);
-		bpf_loop(WALK_MAX, walk_up, &w, 0);
-		if (w.hit) {
-			k.dev = w.dev;
-			k.ino = w.ino;
+		w->names = !!(p.flags & POLICY_FILE_NAMES);
+		w->trees = !!(p.flags & POLICY_FILE_TREES);
+		w->chains = !!(p.flags & POLICY_FILE_CHAINS);
+		w->dentry = w->newd ? w->newd : w->d;
+		if (w->mount)
+			w->mount -= bpf_core_field_offset(struct mount, mnt);
+		w->depth = 0;
+		w->resume = 0;
+		w->hit = 0;
+		w->done = 0;
+		w->named = 0;
+		struct walk_ctx ctx = { .w = w };
+		bpf_loop(WALK_MAX, walk_up, &ctx, 0);
+		if (w->hit) {
+			k.dev = w->dev;
+			k.ino = w->ino;
 			below = true;
-		} else if (w.done) {
+		} else if (w->done) {
 			return 0;
 		}
 	}
 
 	struct event *e;
-	int ret = deny(zone, &p, c, control, hook, EACCES, &e);
+	int ret = deny(zone, &p, c, control, w->hook, EACCES, &e);
 	if (e) {
 		e->dev = k.dev;
 		e->arg = k.ino;
-		struct dentry *at = (void *)w.named_at;
-		if (w.named)
+		struct dentry *at = (void *)w->named_at;
+		struct dentry *newd = (void *)w->newd;
+		struct dentry *d = (void *)w->d;
+		if (w->named)
 			bpf_probe_read_kernel_str(e->path, FILE_NAME_LEN, BPF_CORE_READ(at, d_name.name));
 		else if (newd)
 			bpf_probe_read_kernel_str(e->path, sizeof(e->path),
@@ -333,6 +393,24 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 		bpf_ringbuf_submit(e, 0);
 	}
 	return ret;
+}
+
+static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct dentry *d,
+					__u64 mount, __u32 bits, __u16 control, __u16 hook,
+					struct dentry *newd)
+{
+	struct walk w = {
+		.inode = (__u64)inode,
+		.d = (__u64)d,
+		.newd = (__u64)newd,
+		.mount = mount,
+		.zone = zone,
+		.bits = bits,
+		.control = control,
+		.hook = hook,
+	};
+
+	return lsm_verdict(file_verdict(&w));
 }
 
 static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
@@ -374,23 +452,15 @@ static __always_inline int create_denied(struct dentry *parent, __u64 mount, str
 
 /*
  * The previous program's verdict, in the slot after the n arguments of a
- * hook whose argument count differs between kernels. Returned as an error
- * code in [-4095, -1], which the verifier requires and cannot know of a
- * value read from memory; 0 when there is none.
+ * hook whose argument count differs between kernels, as lsm_verdict
+ * makes it; 0 when there is none.
  */
 static __always_inline int prev_verdict(unsigned long long *ctx, __u64 n)
 {
 	__s64 prev = 0;
 
 	bpf_probe_read_kernel(&prev, sizeof(prev), (void *)ctx + n * 8);
-	__s64 verdict = (int)prev;
-	barrier_var(verdict);
-	if (verdict < 0) {
-		if (verdict < -4095)
-			return -EPERM;
-		return verdict;
-	}
-	return 0;
+	return lsm_verdict(prev);
 }
 
 /*

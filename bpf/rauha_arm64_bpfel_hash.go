@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0a39ca06a0b5da51fe2ef3bc56ff4a1307e092537147de9f52ed0d2fb29f0856"
+const rauhaObjectSHA256 = "f49d1314f233ba491ad79bec1d63d40cfbe656f73154d5f36cfa7b61cd5789e4"

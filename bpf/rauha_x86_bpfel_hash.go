@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "e5d4280e8dc8ac92713e8513de461f9e4a7d62172060da1593206ec3316249d6"
+const rauhaObjectSHA256 = "0f15c6422b96e8f78c9a99e96b4ec0c5bc3ff640c4ab45544bef55bd8c96e8da"
