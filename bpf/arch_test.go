@@ -3,10 +3,13 @@ package bpf
 import (
 	"maps"
 	"os"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 )
 
 // Every architecture's object must offer the programs and maps the loader
@@ -36,6 +39,41 @@ func TestObjectsAgreeAcrossArchitectures(t *testing.T) {
 			if q := arm64.Programs[name]; q != nil && (p.Type != q.Type || p.AttachType != q.AttachType || p.AttachTo != q.AttachTo) {
 				t.Errorf("%s: program %s attaches as %v/%v/%s on x86 but %v/%v/%s on arm64", obj, name,
 					p.Type, p.AttachType, p.AttachTo, q.Type, q.AttachType, q.AttachTo)
+			}
+		}
+	}
+}
+
+// Every CO-RE relocation names a kernel type (a flavor, name___suffix, by
+// its base name): one on a type of our own (BPF_CORE_READ of a member of a
+// local struct cast to a kernel pointer records one) can never be resolved,
+// and the verifier refuses the program on every kernel as soon as it is
+// reached.
+func TestCORERelocationsNameKernelTypes(t *testing.T) {
+	typeName := regexp.MustCompile(`:"([^"]+)"`)
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Skip("no kernel BTF:", err)
+	}
+	spec, err := loadRauha()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ps := range spec.Programs {
+		for i := range ps.Instructions {
+			r := btf.CORERelocationMetadata(&ps.Instructions[i])
+			if r == nil {
+				continue
+			}
+			m := typeName.FindStringSubmatch(r.String())
+			if m == nil {
+				continue // an anonymous type
+			}
+			base, _, _ := strings.Cut(m[1], "___")
+			// Any type of that name: a struct can share its name with a
+			// function (io_connect), which makes AnyTypeByName ambiguous.
+			if ts, err := kernel.AnyTypesByName(base); err != nil || len(ts) == 0 {
+				t.Errorf("%s: instruction %d: %s: no kernel type %q", name, i, r, base)
 			}
 		}
 	}

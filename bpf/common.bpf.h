@@ -122,6 +122,14 @@ struct {
 } file_deny_names SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct file_name_key);
+	__type(value, struct file_chain_link);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} file_deny_chains SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, MAX_ZONES);
 	__type(key, __u32);

@@ -642,7 +642,7 @@ func backendName(lsm bool) string {
 func (k *Kernel) allMaps() []*ebpf.Map {
 	m := &k.maps
 	return []*ebpf.Map{m.ZoneByCgid, m.ZonePolicy, m.Egress4, m.Egress6, m.EgressDeny4, m.EgressDeny6, m.EgressDeny4Keys, m.EgressDeny6Keys, m.ZonePeers,
-		m.FileDeny, m.FileDenyNames, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners,
+		m.FileDeny, m.FileDenyNames, m.FileDenyChains, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners,
 		m.ZoneAddr, m.MemberAddr, m.ZonesInUse, m.NetGen, m.VerdictSlots,
 		m.LearnActive, m.LearnMembers, m.LearnTasks, m.Learned, m.LearnSyscalls, m.LearnScratch, m.IouringPaths}
 }

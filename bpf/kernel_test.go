@@ -26,7 +26,7 @@ func TestOpenPinsAndReuses(t *testing.T) {
 	k, pinDir := testKernel(t, false)
 
 	for _, name := range []string{"zone_by_cgid", "zone_policy", "egress4", "egress6", "egress_deny4", "egress_deny6", "egress_deny4_keys", "egress_deny6_keys", "zone_peers",
-		"file_deny", "file_deny_names", "zone_counters", "member_netns", "skb_event_limit", "events", "link_observe_sys_exit",
+		"file_deny", "file_deny_names", "file_deny_chains", "zone_counters", "member_netns", "skb_event_limit", "events", "link_observe_sys_exit",
 		"prog_egress_connect4", "prog_egress_connect6", "prog_egress_sendmsg4", "prog_egress_sendmsg6",
 		"prog_egress_skb"} {
 		if !exists(filepath.Join(pinDir, name)) {
@@ -901,6 +901,54 @@ func TestFileNamesPolicy(t *testing.T) {
 	}
 	if got := s.zonePolicy(); !got.Equal(b) {
 		t.Errorf("round trip: %+v, want %+v", got, b)
+	}
+}
+
+// Chains are validated, written as links that share their common prefix,
+// and read back from the links as they were pushed.
+func TestFileChainsPolicy(t *testing.T) {
+	for _, c := range []FileDenyChain{
+		{Dev: 1, Ino: 2, Names: []string{"a"}, Mask: FileOpen},
+		{Dev: 1, Ino: 2, Names: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}, Mask: FileOpen},
+		{Dev: 1, Ino: 2, Names: []string{"a", ".."}, Mask: FileOpen},
+		{Dev: 1, Ino: 2, Names: []string{"a", strings.Repeat("x", FileNameMax+1)}, Mask: FileOpen},
+		{Dev: 0, Ino: 2, Names: []string{"a", "b"}, Mask: FileOpen},
+		{Dev: 1, Ino: 2, Names: []string{"a", "b"}},
+	} {
+		p := ZonePolicy{FileChains: []FileDenyChain{c}}
+		if err := p.validate(1); err == nil {
+			t.Errorf("chain %+v accepted", c)
+		}
+	}
+	p := ZonePolicy{FileChains: []FileDenyChain{
+		{Dev: 1, Ino: 2, Names: []string{"a", "b", "secret"}, Mask: FileOpen},
+		{Dev: 1, Ino: 2, Names: []string{"a", "b", "key"}, Mask: FileExec},
+		{Dev: 1, Ino: 2, Names: []string{"a", "b"}, Mask: FileChange},
+		{Dev: 1, Ino: 2, Names: []string{"a", "b", "c", "d", "e", "f", "g", "h"}, Mask: FileOpen},
+	}}
+	if err := p.validate(1); err != nil {
+		t.Fatal(err)
+	}
+	s := p.state(3)
+	// a, b, secret, key and c..h: the prefix a/b is written once.
+	if s.policy.Flags&uint32(rauhaPolicyFlagPOLICY_FILE_CHAINS) == 0 || len(s.chains) != 10 {
+		t.Errorf("state: flags %#x, %d links", s.policy.Flags, len(s.chains))
+	}
+	first := s.chains[nameKeyOf(3, kernelDev(1), 2, "a")]
+	if first.Mask != 0 || first.Next != chainNode(1, 2, []string{"a"}) {
+		t.Errorf("first link %+v", first)
+	}
+	b := s.chains[nameKeyOf(3, 0, first.Next, "b")]
+	if b.Mask != uint32(FileChange) || b.Next == 0 {
+		t.Errorf("link b %+v", b)
+	}
+	if got := s.zonePolicy(); !got.Equal(p) {
+		t.Errorf("round trip: %+v, want %+v", got.FileChains, p.Normalize().FileChains)
+	}
+	// A missing link in the middle: the chains through it are not read back.
+	delete(s.chains, nameKeyOf(3, 0, first.Next, "b"))
+	if got := s.zonePolicy(); len(got.FileChains) != 0 {
+		t.Errorf("chains through a missing link read back: %+v", got.FileChains)
 	}
 }
 

@@ -37,8 +37,12 @@ static __always_inline int file_denied(__u32 zone, struct file *file, __u32 bit,
  * zone's enforcement; cgroup.kill elsewhere signals tasks task_kill never
  * sees; limits elsewhere are another zone's or the host's. Only v2 counts:
  * zone membership is v2 membership.
+ *
+ * Not inlined: its locals stay off file_open's stack, which holds the file
+ * check's struct walk (a program and the functions it calls share 512
+ * bytes).
  */
-static __always_inline int cgroup_escape(__u32 zone, struct file *file)
+static __noinline int cgroup_escape(__u32 zone, struct file *file)
 {
 	struct inode *inode = BPF_CORE_READ(file, f_inode);
 

@@ -21,10 +21,20 @@
  *     list holds directories (POLICY_FILE_TREES) has every check walk up
  *     the directories above the inode, so a file created or moved below a
  *     denied directory after the last push is denied too, whoever made it;
- *     and a zone whose list holds names (POLICY_FILE_NAMES: a listed path
+ *     a zone whose list holds names (POLICY_FILE_NAMES: a listed path
  *     that was missing, by its parent directory and final name) has every
  *     check look up the name of the inode's dentry and of each directory
- *     above it, so a file created at a denied path later is denied too.
+ *     above it, so a file created at a denied path later is denied too;
+ *     and a zone whose list holds chains of names (POLICY_FILE_CHAINS: a
+ *     listed path whose directory was missing too, by the deepest
+ *     directory of it that existed and the names below) has every check
+ *     follow the chains that start at those names down through the
+ *     dentries it came up from, so a path made later, directory by
+ *     directory or by moving a directory into place, is denied too;
+ *   - file systems mounted below a listed directory after the push: the
+ *     path hooks and file_open walk up through the mount points (the
+ *     inode hooks stop at the root of the file system); every walk goes
+ *     up the file system above the root of a bind mount first.
  *
  * Handles need nothing here: open_by_handle_at ends in file_open, which is
  * keyed by inode like every hook here, so any name and any handle of a
@@ -42,20 +52,79 @@
 /* Deeper than any path PATH_MAX can spell; a walk that gets there denies. */
 #define WALK_MAX 4096
 
+/*
+ * One file check (file_verdict): what is judged, then the state of the walk
+ * up from it. The hook fills in the first part and hands the struct over by
+ * pointer, so the verifier checks the walk once per program, knowing
+ * nothing of the fields' values, however many times the program judges a
+ * file and whichever hook it is.
+ */
 struct walk {
-	__u64 dentry; /* the last dentry looked at */
-	__u64 mount;  /* its struct mount; 0 when the hook has only a dentry */
+	/* What is judged: inode, reached through dentry d (or a new entry newd
+	 * about to be made in d's directory) in the mount below (given as a
+	 * struct vfsmount *); the file_deny bits that deny this access, and the
+	 * control and hook that count and report it. */
+	__u64 inode;
+	__u64 d;
+	__u64 newd;
 	__u32 zone;
 	__u32 bits;
-	__u64 ino; /* out: the denied directory, or the parent of the denied name */
+	__u16 control;
+	__u16 hook;
+
+	__u64 dentry; /* the last dentry looked at */
+	/* Its struct mount (the hook's struct vfsmount * until the walk
+	 * starts); 0 when the hook has only a dentry. */
+	__u64 mount;
+	/* The dentries the walk has left, by depth (a ring): a chain of names
+	 * is followed down through them. */
+	__u64 below[FILE_CHAIN_MAX];
+	/* Where to go on once the walk within a file system above a bind
+	 * mount's root is over (see walk_up), and the ring as it was there;
+	 * resume_dentry 0: the walk ends then. */
+	__u64 resume_dentry;
+	__u64 resume_mount;
+	__u64 resume_below[FILE_CHAIN_MAX];
+	__u32 resume_depth;
+	__u32 depth;
 	__u32 dev;
+	__u64 ino; /* out: the denied directory, or the parent of the denied name */
 	__u8 hit;
 	__u8 done;
-	__u8 trees; /* the zone lists directories: look each parent up */
-	__u8 names; /* the zone lists names: look each dentry's name up too */
-	__u8 named; /* out: a name denied it; name holds it */
-	char name[FILE_NAME_LEN];
+	__u8 trees;  /* the zone lists directories: look each parent up */
+	__u8 names;  /* the zone lists names: look each dentry's name up too */
+	__u8 chains; /* the zone lists chains of names: follow them too */
+	__u8 resume; /* the walk is within a file system above a bind mount's root */
+	__u8 named;  /* out: a name denied it: the name of named_at */
+	__u64 named_at;
 };
+
+/* bpf_loop's context must be on the stack: the walk is reached through it. */
+struct walk_ctx {
+	struct walk *w;
+};
+
+/* The name of d into buf (NUL-padded); false when it is too long to be
+ * listed. */
+static __always_inline bool read_name(char *buf, struct dentry *d)
+{
+	if (BPF_CORE_READ(d, d_name.len) >= FILE_NAME_LEN)
+		return false;
+	__builtin_memset(buf, 0, FILE_NAME_LEN);
+	bpf_probe_read_kernel_str(buf, FILE_NAME_LEN, BPF_CORE_READ(d, d_name.name));
+	return true;
+}
+
+/* A denial by the listed name in k, the name of dentry at: reported by
+ * its key. */
+static __always_inline bool named_hit(struct walk *w, struct file_name_key *k, struct dentry *at)
+{
+	w->hit = w->named = 1;
+	w->dev = k->dev;
+	w->ino = k->ino;
+	w->named_at = (__u64)at;
+	return true;
+}
 
 /*
  * Whether the name of dentry d, in the directory whose inode is parent, is
@@ -70,17 +139,77 @@ static __always_inline bool name_denied(struct walk *w, struct dentry *d, struct
 		.ino = BPF_CORE_READ(parent, i_ino),
 	};
 
-	if (BPF_CORE_READ(d, d_name.len) >= FILE_NAME_LEN)
+	if (!read_name(k.name, d))
 		return false;
-	bpf_probe_read_kernel_str(k.name, sizeof(k.name), BPF_CORE_READ(d, d_name.name));
 	__u32 *mask = bpf_map_lookup_elem(&file_deny_names, &k);
 	if (!mask || !(*mask & w->bits))
 		return false;
-	w->hit = w->named = 1;
-	w->dev = k.dev;
-	w->ino = k.ino;
-	__builtin_memcpy(w->name, k.name, sizeof(w->name));
-	return true;
+	return named_hit(w, &k, d);
+}
+
+/* One step down a chain (chain_denied): its state between the steps. */
+struct chain_step {
+	struct walk *w;
+	struct file_name_key k; /* the link to look up */
+	__u64 at;               /* the dentry whose name k holds */
+	__u8 hit;
+};
+
+static long chain_down(__u64 j, void *arg)
+{
+	struct chain_step *c = arg;
+	struct walk *w = c->w;
+	struct file_chain_link *l = bpf_map_lookup_elem(&file_deny_chains, &c->k);
+
+	if (!l)
+		return 1;
+	if (l->mask & w->bits) {
+		c->hit = 1;
+		return 1;
+	}
+	if (!l->next || j + 1 > w->depth)
+		return 1;
+	c->k.dev = 0;
+	c->k.ino = l->next;
+	struct dentry *d = (void *)w->below[(w->depth - j - 1) & (FILE_CHAIN_MAX - 1)];
+	if (!read_name(c->k.name, d))
+		return 1;
+	c->at = (__u64)d;
+	return 0;
+}
+
+/*
+ * Whether a chain of names of w's zone (file_deny_chains) starts at the
+ * name of dentry d in the directory whose inode is parent, and goes on
+ * down through the dentries the walk came up from to a link whose bits
+ * deny: the path the chain spells is what the walk started at or below.
+ * Reported by the key of that last link. The steps down are a loop of
+ * their own, which the verifier checks once.
+ */
+static __always_inline bool chain_denied(struct walk *w, struct dentry *d, struct inode *parent)
+{
+	struct chain_step c = {
+		.w = w,
+		.at = (__u64)d,
+		.k = {
+			.zone = w->zone,
+			.dev = BPF_CORE_READ(parent, i_sb, s_dev),
+			.ino = BPF_CORE_READ(parent, i_ino),
+		},
+	};
+
+	if (!read_name(c.k.name, d))
+		return false;
+	bpf_loop(FILE_CHAIN_MAX, chain_down, &c, 0);
+	if (!c.hit)
+		return false;
+	return named_hit(w, &c.k, (struct dentry *)c.at);
+}
+
+static __always_inline long walk_end(struct walk *w)
+{
+	w->done = 1;
+	return 1;
 }
 
 /*
@@ -89,36 +218,61 @@ static __always_inline bool name_denied(struct walk *w, struct dentry *d, struct
  * up: its own inode is hidden by the mount). Stops at the root of the
  * mount namespace, or of the file system when the mount is not known.
  * With names, the name of the dentry it leaves is looked up first: a
- * listed name denies what is at it and, like a directory, what is below.
+ * listed name denies what is at it and, like a directory, what is below;
+ * with chains, the chains that start at that name are followed down.
+ *
+ * The root of a bind mount of a directory (or of a detached clone,
+ * open_tree) is not the root of its file system: the directories above it
+ * in the file system are walked first, then the walk goes on at its mount
+ * point. Else a directory made below a listed one after the push and
+ * bound elsewhere would take what is below it out of the listed tree.
  */
 static long walk_up(__u64 i, void *arg)
 {
-	struct walk *w = arg;
+	struct walk *w = ((struct walk_ctx *)arg)->w;
 	struct dentry *d = (void *)w->dentry;
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
 
 	if (w->mount) {
 		struct mount *m = (void *)w->mount;
 		if ((__u64)BPF_CORE_READ(m, mnt.mnt_root) == w->dentry) {
 			struct mount *up = BPF_CORE_READ(m, mnt_parent);
-			if (up == m) {
-				w->done = 1;
-				return 1;
+			if (parent && parent != d && !w->resume) {
+				w->resume = 1;
+				w->resume_dentry = up == m ? 0 : (__u64)BPF_CORE_READ(m, mnt_mountpoint);
+				w->resume_mount = (__u64)up;
+				w->resume_depth = w->depth;
+				__builtin_memcpy(w->resume_below, w->below, sizeof(w->below));
+				w->mount = 0;
+				return 0;
 			}
+			if (up == m)
+				return walk_end(w);
 			w->dentry = (__u64)BPF_CORE_READ(m, mnt_mountpoint);
 			w->mount = (__u64)up;
 			return 0;
 		}
 	}
-	struct dentry *parent = BPF_CORE_READ(d, d_parent);
 	if (!parent || parent == d) {
-		w->done = 1;
-		return 1;
+		if (w->resume && w->resume_dentry) {
+			w->resume = 0;
+			w->dentry = w->resume_dentry;
+			w->mount = w->resume_mount;
+			w->depth = w->resume_depth;
+			__builtin_memcpy(w->below, w->resume_below, sizeof(w->below));
+			return 0;
+		}
+		return walk_end(w);
 	}
 	w->dentry = (__u64)parent;
 
 	struct inode *inode = BPF_CORE_READ(parent, d_inode);
 	if (w->names && name_denied(w, d, inode))
 		return 1;
+	if (w->chains && chain_denied(w, d, inode))
+		return 1;
+	w->below[w->depth & (FILE_CHAIN_MAX - 1)] = (__u64)d;
+	w->depth++;
 	if (!w->trees)
 		return 0;
 	struct file_key k = {
@@ -137,23 +291,53 @@ static long walk_up(__u64 i, void *arg)
 }
 
 /*
- * The file_deny decision for inode, reached through dentry d and mount
- * (a struct vfsmount *, 0 when the hook does not know it): the inode
- * itself, then, in a zone whose list holds directories, every directory
- * above it, and in a zone that lists names, the name of d and of every
- * directory above it. bits: the file_deny bits that deny this access.
- * Counts the check, and on a denial reports the denied inode (the
- * directory's, with the file's name in path, when a directory denied it;
- * the parent's, with the listed name in path, when a name denied it).
+ * The LSM verdict of a file check's result: an error code in [-4095, -1],
+ * which the verifier requires of an LSM program and cannot know of a value
+ * returned by a global function or read from memory; 0 otherwise.
+ */
+static __always_inline int lsm_verdict(__s64 r)
+{
+	__s64 verdict = (int)r;
+
+	barrier_var(verdict);
+	if (verdict < 0) {
+		if (verdict < -4095)
+			return -EPERM;
+		return verdict;
+	}
+	return 0;
+}
+
+/*
+ * The file_deny decision of a file check (struct walk's first part): the
+ * inode itself, then, in a zone whose list holds directories, every
+ * directory above it, and in a zone that lists names or chains of names,
+ * the name of d and of every directory above it. Counts the check, and on
+ * a denial reports the denied inode (the directory's, with the file's name
+ * in path, when a directory denied it; the parent's, or a chain's last
+ * link, with the listed name in path, when a name denied it).
  *
  * newd, when not 0, is a new entry about to be made in the directory inode
- * (d is the directory's dentry): its own name is looked up too, and events
- * carry it in path.
+ * (d is the directory's dentry): the walk starts at it, so its own name is
+ * looked up too, and events carry it in path.
+ *
+ * A global function: the verifier checks it once per program, apart from
+ * its callers, knowing nothing of w's contents, so the walk's loops are
+ * checked once with every field unknown instead of once for every value the
+ * verifier tracks in a caller's stack and for every file check a program
+ * makes (inlined, they made path_rename, which judges up to four entries,
+ * too large for 6.12's verifier). Its only output is the verdict: callers
+ * never read w back, since the verifier checks them apart from it too and
+ * what it knew of w before the call must not decide what runs after.
  */
-static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct dentry *d,
-					__u64 mount, __u32 bits, __u16 control, __u16 hook,
-					struct dentry *newd)
+__noinline int file_verdict(struct walk *w)
 {
+	if (!w)
+		return 0;
+	__u32 zone = w->zone;
+	__u32 bits = w->bits;
+	__u16 control = w->control;
+	struct inode *inode = (void *)w->inode;
 	struct counters *c = counters_of(zone);
 	struct file_key k = {
 		.zone = zone,
@@ -162,36 +346,45 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 	};
 	struct policy p;
 	bool below = false;
-	struct walk w = { .dentry = (__u64)d, .zone = zone, .bits = bits };
 
 	count_check(c, control);
 	load_policy(zone, &p);
 	__u32 *mask = bpf_map_lookup_elem(&file_deny, &k);
 	if (!mask || !(*mask & bits)) {
-		if (!(p.flags & (POLICY_FILE_TREES | POLICY_FILE_NAMES)))
+		if (!(p.flags & (POLICY_FILE_TREES | POLICY_FILE_NAMES | POLICY_FILE_CHAINS)))
 			return 0;
-		w.names = !!(p.flags & POLICY_FILE_NAMES);
-		w.trees = !!(p.flags & POLICY_FILE_TREES);
-		if (mount)
-			w.mount = mount - bpf_core_field_offset(struct mount, mnt);
-		if (!newd || !w.names || !name_denied(&w, newd, inode))
-			bpf_loop(WALK_MAX, walk_up, &w, 0);
-		if (w.hit) {
-			k.dev = w.dev;
-			k.ino = w.ino;
+		w->names = !!(p.flags & POLICY_FILE_NAMES);
+		w->trees = !!(p.flags & POLICY_FILE_TREES);
+		w->chains = !!(p.flags & POLICY_FILE_CHAINS);
+		w->dentry = w->newd ? w->newd : w->d;
+		if (w->mount)
+			w->mount -= bpf_core_field_offset(struct mount, mnt);
+		w->depth = 0;
+		w->resume = 0;
+		w->hit = 0;
+		w->done = 0;
+		w->named = 0;
+		struct walk_ctx ctx = { .w = w };
+		bpf_loop(WALK_MAX, walk_up, &ctx, 0);
+		if (w->hit) {
+			k.dev = w->dev;
+			k.ino = w->ino;
 			below = true;
-		} else if (w.done) {
+		} else if (w->done) {
 			return 0;
 		}
 	}
 
 	struct event *e;
-	int ret = deny(zone, &p, c, control, hook, EACCES, &e);
+	int ret = deny(zone, &p, c, control, w->hook, EACCES, &e);
 	if (e) {
 		e->dev = k.dev;
 		e->arg = k.ino;
-		if (w.named)
-			__builtin_memcpy(e->path, w.name, sizeof(w.name));
+		struct dentry *at = (void *)w->named_at;
+		struct dentry *newd = (void *)w->newd;
+		struct dentry *d = (void *)w->d;
+		if (w->named)
+			bpf_probe_read_kernel_str(e->path, FILE_NAME_LEN, BPF_CORE_READ(at, d_name.name));
 		else if (newd)
 			bpf_probe_read_kernel_str(e->path, sizeof(e->path),
 						  BPF_CORE_READ(newd, d_name.name));
@@ -200,6 +393,24 @@ static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct 
 		bpf_ringbuf_submit(e, 0);
 	}
 	return ret;
+}
+
+static __always_inline int entry_denied(__u32 zone, struct inode *inode, struct dentry *d,
+					__u64 mount, __u32 bits, __u16 control, __u16 hook,
+					struct dentry *newd)
+{
+	struct walk w = {
+		.inode = (__u64)inode,
+		.d = (__u64)d,
+		.newd = (__u64)newd,
+		.mount = mount,
+		.zone = zone,
+		.bits = bits,
+		.control = control,
+		.hook = hook,
+	};
+
+	return lsm_verdict(file_verdict(&w));
 }
 
 static __always_inline int inode_denied(__u32 zone, struct inode *inode, struct dentry *d,
@@ -217,8 +428,8 @@ static __always_inline int change_denied(struct dentry *d, __u16 hook)
 
 	if (!zone)
 		return 0;
-	return inode_denied(zone, BPF_CORE_READ(d, d_inode), d, 0, FILE_DENY_CHANGES, CONTROL_FILE,
-			    hook);
+	return entry_denied(zone, BPF_CORE_READ(d, d_inode), d, 0, FILE_DENY_CHANGES, CONTROL_FILE,
+			    hook, 0);
 }
 
 /*
@@ -241,23 +452,15 @@ static __always_inline int create_denied(struct dentry *parent, __u64 mount, str
 
 /*
  * The previous program's verdict, in the slot after the n arguments of a
- * hook whose argument count differs between kernels. Returned as an error
- * code in [-4095, -1], which the verifier requires and cannot know of a
- * value read from memory; 0 when there is none.
+ * hook whose argument count differs between kernels, as lsm_verdict
+ * makes it; 0 when there is none.
  */
 static __always_inline int prev_verdict(unsigned long long *ctx, __u64 n)
 {
 	__s64 prev = 0;
 
 	bpf_probe_read_kernel(&prev, sizeof(prev), (void *)ctx + n * 8);
-	__s64 verdict = (int)prev;
-	barrier_var(verdict);
-	if (verdict < 0) {
-		if (verdict < -4095)
-			return -EPERM;
-		return verdict;
-	}
-	return 0;
+	return lsm_verdict(prev);
 }
 
 /*

@@ -326,6 +326,67 @@ func TestLSMFileRoutes(t *testing.T) {
 		inA.expect(t, "ok", "open", secret)
 	})
 
+	// A denied path whose directory is missing too is listed by a chain of
+	// names from the deepest directory of it that exists: the files made
+	// there later are denied, whoever makes the directories, and the
+	// events carry the chain's last link and the path's final name.
+	// Without the chain the same files are open to the zone.
+	t.Run("a denied path whose directory is made later", func(t *testing.T) {
+		freeDev, freeIno := statDevIno(t, filepath.Join(dir, "free"))
+		q := p
+		q.FileTrees = false
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { // the next subtests' policy, also when this one fails
+			if err := k.SetPolicy(zoneA, p); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		hostMade := mk("free/chained/a/secret")
+		inA.expect(t, "ok", "open", hostMade)
+		if err := os.RemoveAll(filepath.Join(dir, "free/chained")); err != nil {
+			t.Fatal(err)
+		}
+		chain := FileDenyChain{Dev: freeDev, Ino: freeIno, Names: []string{"chained", "a", "secret"}, Mask: FileOpen}
+		zoneMade := FileDenyChain{Dev: freeDev, Ino: freeIno, Names: []string{"zc", "a", "secret"}, Mask: FileOpen}
+		q.FileChains = []FileDenyChain{chain, zoneMade}
+		if err := k.SetPolicy(zoneA, q); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := k.PolicyOf(zoneA); err != nil || !got.Equal(q) {
+			t.Errorf("PolicyOf = %+v, %v; want %+v", got, err, q.Normalize())
+		}
+		// Directories and file made by the host after the push.
+		hostMade = mk("free/chained/a/secret")
+		inA.expect(t, "EACCES", "open", hostMade)
+		event(t, HookLSMFileOpen, chain.Last().Ino, "secret")
+		host.expect(t, "ok", "open", hostMade)
+		inA.expect(t, "EACCES", "chmod", hostMade)
+		inA.expect(t, "ok", "open", mk("free/chained/a/other")) // a sibling
+		// The directories made by the zone: the file cannot be made, by
+		// open or by a rename onto it (a hook that judges two paths).
+		inA.expect(t, "ok", "mkdir", filepath.Join(dir, "free/zc"))
+		inA.expect(t, "ok", "mkdir", filepath.Join(dir, "free/zc/a"))
+		zoneSecret := filepath.Join(dir, "free/zc/a/secret")
+		inA.expect(t, "EACCES", "create", zoneSecret)
+		event(t, HookLSMPathMknod, zoneMade.Last().Ino, "secret")
+		inA.expect(t, "EACCES", "rename", mk("free/zc/other"), zoneSecret)
+		event(t, HookLSMPathRename, zoneMade.Last().Ino, "secret")
+		if _, err := os.Stat(zoneSecret); !os.IsNotExist(err) {
+			t.Errorf("%s was made: %v", zoneSecret, err)
+		}
+		// Made by the host, then moved into place with its directory.
+		if err := os.RemoveAll(filepath.Join(dir, "free/chained")); err != nil {
+			t.Fatal(err)
+		}
+		moved := mk("free/staging/a/secret")
+		inA.expect(t, "ok", "open", moved)
+		host.expect(t, "ok", "rename", filepath.Join(dir, "free/staging"), filepath.Join(dir, "free/chained"))
+		inA.expect(t, "EACCES", "open", hostMade)
+		event(t, HookLSMFileOpen, chain.Last().Ino, "secret")
+	})
+
 	// New entries inside a denied or read_only tree: refused by every
 	// syscall that makes one, with the directory's inode and the new name
 	// in the event. Before the path hooks judged creation, each of these

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -80,6 +81,30 @@ type FileDenyName struct {
 // ones.
 const FileNameMax = len(rauhaFileNameKey{}.Name) - 1
 
+// FileDenyChain denies access to whatever comes to be at the path Names
+// spell below the directory Dev, Ino (stat(2)'s st_dev and inode, as in
+// FileDeny), and below it: a listed path that was missing, with its
+// directory, when the list was resolved. The directory is the deepest one
+// of the path that existed then. Names has 2 to FileChainMax components (a
+// single one is a FileDenyName), none longer than FileNameMax bytes.
+type FileDenyChain struct {
+	Dev   uint64
+	Ino   uint64
+	Names []string
+	Mask  FileAccess
+}
+
+// Last is the link of c that the kernel reports a denial by (as a name:
+// Dev 0, Ino the node id of the links below the rest of the path, and the
+// final component), so that events can be named by the listed path.
+func (c FileDenyChain) Last() FileDenyName {
+	n := len(c.Names) - 1
+	return FileDenyName{Ino: chainNode(c.Dev, c.Ino, c.Names[:n]), Name: c.Names[n], Mask: c.Mask}
+}
+
+// FileChainMax is the most components a FileDenyChain may have.
+const FileChainMax = int(rauhaLimitsFILE_CHAIN_MAX)
+
 // ZonePolicy is what the kernel enforces for one zone.
 type ZonePolicy struct {
 	Mode Mode
@@ -122,6 +147,10 @@ type ZonePolicy struct {
 	// fallback). The observer then also reports the EXDEV, EBUSY and
 	// ENOENT those mounts give (Event.Op).
 	FileMounts bool
+	// FileChains: listed paths by a chain of names. Every file check of
+	// the zone then follows the chains that start at the name of each
+	// directory above the inode it judges.
+	FileChains []FileDenyChain
 	// LearnSyscalls: in ModeLearn, the syscall numbers (of the kernel's
 	// architecture, below LearnSyscallMax) whose calls are recorded.
 	LearnSyscalls []uint32
@@ -169,6 +198,18 @@ func (p ZonePolicy) Normalize() ZonePolicy {
 	}
 	slices.SortFunc(out.FileNames, func(a, b FileDenyName) int {
 		return cmp.Or(cmp.Compare(a.Dev, b.Dev), cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Name, b.Name))
+	})
+
+	chains := map[nameKey]FileAccess{}
+	for _, f := range p.FileChains {
+		chains[nameKey{f.Dev, f.Ino, strings.Join(f.Names, "/")}] |= f.Mask
+	}
+	out.FileChains = nil
+	for k, m := range chains {
+		out.FileChains = append(out.FileChains, FileDenyChain{Dev: k.dev, Ino: k.ino, Names: strings.Split(k.name, "/"), Mask: m})
+	}
+	slices.SortFunc(out.FileChains, func(a, b FileDenyChain) int {
+		return cmp.Or(cmp.Compare(a.Dev, b.Dev), cmp.Compare(a.Ino, b.Ino), slices.Compare(a.Names, b.Names))
 	})
 	return out
 }
@@ -239,16 +280,38 @@ func (p ZonePolicy) validate(zone uint32) error {
 		}
 	}
 	for _, f := range p.FileNames {
-		switch {
-		case f.Mask == 0 || f.Mask&^(FileOpen|FileExec|FileChange) != 0:
-			return fmt.Errorf("zone %d file deny name %q: mask %#x is not a combination of FileOpen, FileExec and FileChange", zone, f.Name, f.Mask)
-		case f.Name == "" || f.Name == "." || f.Name == ".." || strings.ContainsAny(f.Name, "/\x00"):
-			return fmt.Errorf("zone %d file deny name %q: not a file name", zone, f.Name)
-		case len(f.Name) > FileNameMax:
-			return fmt.Errorf("zone %d file deny name %q: longer than %d bytes", zone, f.Name, FileNameMax)
-		case unix.Major(f.Dev) >= 1<<12 || unix.Minor(f.Dev) >= 1<<20:
-			return fmt.Errorf("zone %d file deny name: device %d:%d does not fit the kernel's dev_t", zone, unix.Major(f.Dev), unix.Minor(f.Dev))
+		if err := checkDenyName(f.Dev, f.Name, f.Mask); err != nil {
+			return fmt.Errorf("zone %d file deny name: %w", zone, err)
 		}
+	}
+	for _, f := range p.FileChains {
+		if len(f.Names) < 2 || len(f.Names) > FileChainMax {
+			return fmt.Errorf("zone %d file deny chain %q: %d names, not 2 to %d", zone, strings.Join(f.Names, "/"), len(f.Names), FileChainMax)
+		}
+		for _, name := range f.Names {
+			if err := checkDenyName(f.Dev, name, f.Mask); err != nil {
+				return fmt.Errorf("zone %d file deny chain %q: %w", zone, strings.Join(f.Names, "/"), err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkDenyName checks a name entry or a component of a chain, in the
+// directory of device dev.
+func checkDenyName(dev uint64, name string, mask FileAccess) error {
+	switch {
+	case mask == 0 || mask&^(FileOpen|FileExec|FileChange) != 0:
+		return fmt.Errorf("%q: mask %#x is not a combination of FileOpen, FileExec and FileChange", name, mask)
+	case name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00"):
+		return fmt.Errorf("%q: not a file name", name)
+	case len(name) > FileNameMax:
+		return fmt.Errorf("%q: longer than %d bytes", name, FileNameMax)
+	case dev == 0:
+		// Links after a chain's first are keyed by device 0.
+		return fmt.Errorf("%q: device 0 is no file system's", name)
+	case unix.Major(dev) >= 1<<12 || unix.Minor(dev) >= 1<<20:
+		return fmt.Errorf("%q: device %d:%d does not fit the kernel's dev_t", name, unix.Major(dev), unix.Minor(dev))
 	}
 	return nil
 }
@@ -272,6 +335,7 @@ type zoneState struct {
 	learn   rauhaLearnSyscallSet
 	files   map[rauhaFileKey]uint32
 	names   map[rauhaFileNameKey]uint32
+	chains  map[rauhaFileNameKey]rauhaFileChainLink
 }
 
 func (p ZonePolicy) state(zone uint32) zoneState {
@@ -280,6 +344,7 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 		egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
 		deny4: map[rauhaEgress4Key]bool{}, deny6: map[rauhaEgress6Key]bool{},
 		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{},
+		chains: map[rauhaFileNameKey]rauhaFileChainLink{},
 	}
 	switch p.Mode {
 	case ModeAudit:
@@ -326,16 +391,84 @@ func (p ZonePolicy) state(zone uint32) zoneState {
 		s.files[rauhaFileKey{Zone: zone, Dev: kernelDev(f.Dev), Ino: f.Ino}] |= uint32(f.Mask)
 	}
 	for _, f := range p.FileNames {
-		k := rauhaFileNameKey{Zone: zone, Dev: kernelDev(f.Dev), Ino: f.Ino}
-		for i := range len(f.Name) {
-			k.Name[i] = int8(f.Name[i])
-		}
-		s.names[k] |= uint32(f.Mask)
+		s.names[nameKeyOf(zone, kernelDev(f.Dev), f.Ino, f.Name)] |= uint32(f.Mask)
 	}
 	if len(s.names) > 0 {
 		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_FILE_NAMES)
 	}
+	for _, f := range p.FileChains {
+		dev, ino := kernelDev(f.Dev), f.Ino
+		for i, name := range f.Names {
+			k := nameKeyOf(zone, dev, ino, name)
+			link := s.chains[k]
+			if i == len(f.Names)-1 {
+				link.Mask |= uint32(f.Mask)
+			} else {
+				link.Next = chainNode(f.Dev, f.Ino, f.Names[:i+1])
+			}
+			s.chains[k] = link
+			dev, ino = 0, link.Next
+		}
+	}
+	if len(s.chains) > 0 {
+		s.policy.Flags |= uint32(rauhaPolicyFlagPOLICY_FILE_CHAINS)
+	}
 	return s
+}
+
+func nameKeyOf(zone, dev uint32, ino uint64, name string) rauhaFileNameKey {
+	k := rauhaFileNameKey{Zone: zone, Dev: dev, Ino: ino}
+	for i := range len(name) {
+		k.Name[i] = int8(name[i])
+	}
+	return k
+}
+
+// chainNode is the node id of the links below the path names spell below
+// the directory dev, ino: derived from them, so that chains sharing a
+// prefix share its links and every push of a chain writes the same keys.
+// Never 0 (no link below).
+func chainNode(dev, ino uint64, names []string) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d:%d", dev, ino)
+	for _, n := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(n))
+	}
+	return max(h.Sum64(), 1)
+}
+
+// fileChains reads chains back from their links: every path from a first
+// link (a real device) through next to a link with bits. Links no first
+// link leads to deny nothing and are not reported.
+func fileChains(links map[rauhaFileNameKey]rauhaFileChainLink) []FileDenyChain {
+	below := map[uint64][]rauhaFileNameKey{}
+	for k := range links {
+		if k.Dev == 0 {
+			below[k.Ino] = append(below[k.Ino], k)
+		}
+	}
+	var out []FileDenyChain
+	var follow func(first rauhaFileNameKey, k rauhaFileNameKey, names []string)
+	follow = func(first, k rauhaFileNameKey, names []string) {
+		names = append(slices.Clip(names), keyName(k.Name))
+		link := links[k]
+		if link.Mask != 0 {
+			out = append(out, FileDenyChain{Dev: userDev(first.Dev), Ino: first.Ino, Names: names, Mask: FileAccess(link.Mask)})
+		}
+		if link.Next == 0 || len(names) >= FileChainMax {
+			return
+		}
+		for _, next := range below[link.Next] {
+			follow(first, next, names)
+		}
+	}
+	for k := range links {
+		if k.Dev != 0 {
+			follow(k, k, nil)
+		}
+	}
+	return out
 }
 
 // egressKeys adds the trie keys of zone's rules to k4 and k6.
@@ -412,6 +545,9 @@ func (s zoneState) zonePolicy() ZonePolicy {
 			p.FileNames = append(p.FileNames, FileDenyName{Dev: userDev(k.Dev), Ino: k.Ino, Name: keyName(k.Name), Mask: FileAccess(m)})
 		}
 	}
+	if flags&uint32(rauhaPolicyFlagPOLICY_FILE_CHAINS) != 0 {
+		p.FileChains = fileChains(s.chains)
+	}
 	return p.Normalize()
 }
 
@@ -431,7 +567,8 @@ func keyName(b [len(rauhaFileNameKey{}.Name)]int8) string {
 func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 	s := zoneState{egress4: map[rauhaEgress4Key]bool{}, egress6: map[rauhaEgress6Key]bool{},
 		deny4: map[rauhaEgress4Key]bool{}, deny6: map[rauhaEgress6Key]bool{},
-		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{}}
+		peers: map[rauhaPeerKey]uint32{}, files: map[rauhaFileKey]uint32{}, names: map[rauhaFileNameKey]uint32{},
+		chains: map[rauhaFileNameKey]rauhaFileChainLink{}}
 	var pol rauhaPolicy
 	switch err := k.maps.ZonePolicy.Lookup(zone, &pol); {
 	case err == nil:
@@ -469,6 +606,11 @@ func (k *Kernel) readState(zone uint32, actorToo bool) (zoneState, error) {
 	errs = append(errs, eachHashEntry(k.maps.FileDenyNames, func(kn *rauhaFileNameKey, mask *uint32) {
 		if kn.Zone == zone {
 			s.names[*kn] = *mask
+		}
+	}))
+	errs = append(errs, eachHashEntry(k.maps.FileDenyChains, func(kn *rauhaFileNameKey, link *rauhaFileChainLink) {
+		if kn.Zone == zone {
+			s.chains[*kn] = *link
 		}
 	}))
 	errs = append(errs, k.maps.LearnSyscalls.Lookup(zone, &s.learn))
@@ -560,14 +702,16 @@ func restrictive(a, b *rauhaPolicy) rauhaPolicy {
 //
 //  1. zone_policy := restrictive(old, new) (enforce, union of deny flags and
 //     denied capabilities);
-//  2. file_deny and file_deny_names := old | new bits, egress_deny{4,6} :=
+//  2. file_deny, file_deny_names and file_deny_chains := old | new bits
+//     (a chain link keeps the old one's next where the new has none),
+//     egress_deny{4,6} :=
 //     old + new entries (adds denials);
 //  3. zone_peers := old & new bits (withdraws permissions);
 //  4. egress: delete allow entries not in p.
 //     Now the kernel enforces the intersection of both policies.
 //  5. egress: insert p's allow entries;
-//  6. zone_peers := new;  7. file_deny, file_deny_names and egress_deny{4,6}
-//     := new;
+//  6. zone_peers := new;  7. file_deny, file_deny_names, file_deny_chains
+//     and egress_deny{4,6} := new;
 //  8. zone_policy := new.
 //
 // Steps 5–8 only remove restrictions p does not have, so a failure there
@@ -615,6 +759,11 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) (err error) {
 	}
 	for key, bits := range want.names {
 		if err := step("add file deny names", m.FileDenyNames.Update(key, bits|old.names[key], ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key, link := range want.chains {
+		if err := step("add file deny chains", m.FileDenyChains.Update(key, unionLink(link, old.chains[key]), ebpf.UpdateAny)); err != nil {
 			return err
 		}
 	}
@@ -688,6 +837,18 @@ func (k *Kernel) SetPolicy(zone uint32, p ZonePolicy) (err error) {
 	}
 	for key, bits := range want.names {
 		if err := step("set file deny names", m.FileDenyNames.Update(key, bits, ebpf.UpdateAny)); err != nil {
+			return err
+		}
+	}
+	for key := range old.chains {
+		if _, keep := want.chains[key]; !keep {
+			if err := step("drop file deny chains", deleteIfPresent(m.FileDenyChains, key)); err != nil {
+				return err
+			}
+		}
+	}
+	for key, link := range want.chains {
+		if err := step("set file deny chains", m.FileDenyChains.Update(key, link, ebpf.UpdateAny)); err != nil {
 			return err
 		}
 	}
@@ -811,6 +972,9 @@ func (k *Kernel) DeletePolicy(zone uint32) (err error) {
 	for key := range old.names {
 		errs = append(errs, deleteIfPresent(m.FileDenyNames, key))
 	}
+	for key := range old.chains {
+		errs = append(errs, deleteIfPresent(m.FileDenyChains, key))
+	}
 	errs = append(errs, deleteIfPresent(m.ZonePolicy, zone))
 	errs = append(errs, m.LearnSyscalls.Update(zone, &rauhaLearnSyscallSet{}, ebpf.UpdateAny))
 	errs = append(errs, k.refreshZonesInUse())
@@ -858,6 +1022,16 @@ func (k *Kernel) lockZone(zone uint32) (func(), error) {
 		return nil, err
 	}
 	return lockPinDir(k.pinDir)
+}
+
+// unionLink denies what either link denies, and leads where the new one
+// does (where the old one does when the new one leads nowhere).
+func unionLink(new, old rauhaFileChainLink) rauhaFileChainLink {
+	out := rauhaFileChainLink{Mask: new.Mask | old.Mask, Next: new.Next}
+	if out.Next == 0 {
+		out.Next = old.Next
+	}
+	return out
 }
 
 func setOrDelete(m *ebpf.Map, key any, bits uint32) error {

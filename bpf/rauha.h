@@ -16,6 +16,7 @@
 enum limits {
 	MAX_ZONES = 1024, /* array-indexed maps (zone_counters) bound the zone id */
 	MAX_LEVEL = 8,    /* deepest cgroup-v2 level at which a member is recognised */
+	FILE_CHAIN_MAX = 8, /* most components of a chain of names (file_deny_chains) */
 	PATH_LEN = 256,
 	COMM_LEN = 16,
 };
@@ -38,6 +39,7 @@ enum policy_flag {
 	/* The fallback holds file rules with mounts: the observer also reports
 	 * the EXDEV, EBUSY and ENOENT they give (observer.bpf.h, mount_error). */
 	POLICY_FILE_MOUNTS = 1 << 9,
+	POLICY_FILE_CHAINS = 1 << 10,      /* file_deny_chains has entries: judge chains of names */
 	/*
 	 * What a member of a zone without a zone_policy entry gets: a
 	 * half-written or half-deleted zone is never less restrictive than a
@@ -234,6 +236,26 @@ struct file_name_key {
 	__u32 dev; /* the parent's, MAJOR << 20 | MINOR */
 	__u64 ino; /* the parent's */
 	char name[FILE_NAME_LEN]; /* NUL-padded */
+};
+
+/*
+ * A denied path whose directory did not exist either, by a chain of names:
+ * the deepest directory on its path that existed (the anchor) and the
+ * FILE_CHAIN_MAX components at most below it. file_deny_chains holds one
+ * link per component, keyed like file_deny_names: the first by the anchor's
+ * dev and inode and the first component, each further one by dev 0 (no
+ * superblock has it) and the node id the link before it names in next, and
+ * its component. A link's mask denies what is at its name and below it;
+ * next (0: none) leads to the links of the components below it. The kernel
+ * matches a chain walking up: when the name of a dentry it leaves is a first
+ * link in the directory above, it follows next down through the dentries
+ * it came up from. Node ids are chosen by userspace; chains that share a
+ * prefix share its links.
+ */
+struct file_chain_link {
+	__u32 mask; /* FILE_DENY_* bits of the path ending at this link */
+	__u32 pad;
+	__u64 next; /* the node id of the links below, 0 when none */
 };
 
 struct counters {

@@ -88,6 +88,13 @@ const (
 	rauhaFileAccessFILE_DENY_CHANGE rauhaFileAccess = 4
 )
 
+type rauhaFileChainLink struct {
+	_    structs.HostLayout
+	Mask uint32
+	Pad  uint32
+	Next uint64
+}
+
 type rauhaFileKey struct {
 	_    structs.HostLayout
 	Zone uint32
@@ -223,10 +230,11 @@ type rauhaLearnValue struct {
 type rauhaLimits uint32
 
 const (
-	rauhaLimitsMAX_ZONES rauhaLimits = 1024
-	rauhaLimitsMAX_LEVEL rauhaLimits = 8
-	rauhaLimitsPATH_LEN  rauhaLimits = 256
-	rauhaLimitsCOMM_LEN  rauhaLimits = 16
+	rauhaLimitsMAX_ZONES      rauhaLimits = 1024
+	rauhaLimitsMAX_LEVEL      rauhaLimits = 8
+	rauhaLimitsFILE_CHAIN_MAX rauhaLimits = 8
+	rauhaLimitsPATH_LEN       rauhaLimits = 256
+	rauhaLimitsCOMM_LEN       rauhaLimits = 16
 )
 
 type rauhaMemberAddrKey struct {
@@ -276,6 +284,7 @@ const (
 	rauhaPolicyFlagPOLICY_EGRESS_DENIES     rauhaPolicyFlag = 128
 	rauhaPolicyFlagPOLICY_LEARN             rauhaPolicyFlag = 256
 	rauhaPolicyFlagPOLICY_FILE_MOUNTS       rauhaPolicyFlag = 512
+	rauhaPolicyFlagPOLICY_FILE_CHAINS       rauhaPolicyFlag = 1024
 	rauhaPolicyFlagPOLICY_MISSING_FLAGS     rauhaPolicyFlag = 30
 )
 
@@ -347,6 +356,7 @@ const (
 	rauhaMapEgressDeny6Keys            = "egress_deny6_keys"
 	rauhaMapEvents                     = "events"
 	rauhaMapFileDeny                   = "file_deny"
+	rauhaMapFileDenyChains             = "file_deny_chains"
 	rauhaMapFileDenyNames              = "file_deny_names"
 	rauhaMapIouringPaths               = "iouring_paths"
 	rauhaMapLearnActive                = "learn_active"
@@ -530,6 +540,7 @@ type rauhaMapSpecs struct {
 	EgressDeny6Keys *ebpf.MapSpec `ebpf:"egress_deny6_keys"`
 	Events          *ebpf.MapSpec `ebpf:"events"`
 	FileDeny        *ebpf.MapSpec `ebpf:"file_deny"`
+	FileDenyChains  *ebpf.MapSpec `ebpf:"file_deny_chains"`
 	FileDenyNames   *ebpf.MapSpec `ebpf:"file_deny_names"`
 	IouringPaths    *ebpf.MapSpec `ebpf:"iouring_paths"`
 	LearnActive     *ebpf.MapSpec `ebpf:"learn_active"`
@@ -589,6 +600,7 @@ type rauhaMaps struct {
 	EgressDeny6Keys *ebpf.Map `ebpf:"egress_deny6_keys"`
 	Events          *ebpf.Map `ebpf:"events"`
 	FileDeny        *ebpf.Map `ebpf:"file_deny"`
+	FileDenyChains  *ebpf.Map `ebpf:"file_deny_chains"`
 	FileDenyNames   *ebpf.Map `ebpf:"file_deny_names"`
 	IouringPaths    *ebpf.Map `ebpf:"iouring_paths"`
 	LearnActive     *ebpf.Map `ebpf:"learn_active"`
@@ -621,6 +633,7 @@ func (m *rauhaMaps) Close() error {
 		m.EgressDeny6Keys,
 		m.Events,
 		m.FileDeny,
+		m.FileDenyChains,
 		m.FileDenyNames,
 		m.IouringPaths,
 		m.LearnActive,

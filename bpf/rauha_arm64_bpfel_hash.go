@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "ffacaa89b18606e5ade8719a8c02f855600eafd80bb05b43f02b0761f6f355d2"
+const rauhaObjectSHA256 = "a90b2270c956c621f133d5eaa1ad0fca7aee8415604e2e164d716ae4ec377b5c"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "0a2ae6114476fb7e234a506253fa682a4bca213b0d53289a61fe9060aff9cd48"
+const rauhaObjectSHA256 = "e7626f59c492defbe9e3647738726e7796f65d4402e7f823516411b69b9bcb73"

@@ -26,15 +26,18 @@ package libzone
 // too; a read_only directory is listed alone. When a list holds a
 // directory, the kernel also walks up from every inode it judges to the
 // listed directories, so files made below one after the last resolution
-// are covered. A listed path that does not exist is listed by name (its
-// directory's inode and its final name), so a file created or moved there
-// later is denied too, and, when it is a directory, what is below it.
-// The root of every mount nested below a listed directory in the member's
-// mount namespace is listed too, with the directory's bits (mountsBelow):
-// the hooks that see no mount walk up only within one file system.
-// Known limits (docs/policy.md "Paths"): a path whose directory does not
-// exist either is not denied until the next push ("rauha zone update" or
-// "zone reconcile"); an inode is denied wherever it is linked.
+// are covered. A listed path that does not exist is listed by name: its
+// directory's inode and its final name, or, when its directory is missing
+// too, the deepest directory of it that exists and the names below it (a
+// chain of at most bpf.FileChainMax names; a longer one is refused), so a
+// file created or moved there later, with its directories or in a
+// directory moved into place, is denied too, and, when it is a directory,
+// what is below it. The root of every mount nested below a listed directory
+// in the member's mount namespace is listed too, with the directory's bits
+// (mountsBelow): the hooks that see no mount walk up only within one file
+// system. Known limits (docs/policy.md "Paths"): a missing
+// directory on a path is matched by its name, so a symlink made there
+// later is not followed; an inode is denied wherever it is linked.
 
 import (
 	"encoding/json"
@@ -154,7 +157,8 @@ func hasInodeRules(p *zone.Policy) bool {
 // a file is created there, so where the kernel holds the name the path is
 // expected by name, not by the inodes now at it (the next push lists
 // those; until then the path and everything below it are denied by the
-// name, only hard links made to the new file elsewhere are not). Likewise
+// name, only hard links made to the new file elsewhere are not; a path
+// held by a chain of names from a directory higher up likewise). Likewise
 // an inode made below a denied directory since the last push is expected
 // only when the kernel does not hold a directory above it: the kernel's
 // walk up denies it already (only its hard links elsewhere are not). The
@@ -192,24 +196,23 @@ func fileDenyPathsOf(tx *zone.Tx, zones []zone.Zone) map[uint32]DenyPaths {
 // the kernel's walk up from an inode finds it, and Landlock keeps new names
 // from being made below it. A listed path that does not exist but whose
 // directory does is listed by name (the directory's inode and the final
-// name), which denies a file created or moved there later. kernel, when
-// not nil, is what the kernel holds (verifyFileDenies): a path whose name
-// it holds is listed by that name, and an inode below a directory it
+// name), which denies a file created or moved there later; one whose
+// directory is missing too by a chain of names (missingPathInRoot). kernel,
+// when not nil, is what the kernel holds (verifyFileDenies): a path whose
+// name or chain it holds is listed by it, and an inode below a directory it
 // holds (with the same bits, and the walk on) is left out unless it holds
 // the inode too. The root of each mount nested below a listed directory
 // is listed with the directory's bits, and returned (Held: the kernel
 // holds it).
 func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, kernel *bpf.ZonePolicy) (DenyPaths, []nestedMount, error) {
 	paths := DenyPaths{}
-	kp.FileDenies, kp.FileTrees, kp.FileNames = nil, false, nil
+	kp.FileDenies, kp.FileTrees, kp.FileNames, kp.FileChains = nil, false, nil, nil
 	if !hasInodeRules(p) {
 		return paths, nil, nil
 	}
 	var mounts []nestedMount
-	var held []bpf.FileDenyName
 	heldMask := map[string]bpf.FileAccess{}
 	if kernel != nil {
-		held = kernel.FileNames
 		for _, d := range kernel.FileDenies {
 			heldMask[inodeKey(d.Dev, d.Ino)] |= d.Mask
 		}
@@ -250,14 +253,13 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, ke
 			tree  bool // list every inode below a directory
 		}{{p.Filesystem.Deny, bpf.FileOpen, true}, {p.Exec.Deny, bpf.FileExec, true}, {p.Filesystem.ReadOnly, bpf.FileChange, false}} {
 			for _, path := range l.paths {
-				name, named, err := denyNameInRoot(root, path, l.mask)
+				byName, tooDeep, err := missingPathInRoot(root, path, l.mask, kernel != nil)
 				if err != nil {
 					unix.Close(root)
 					return nil, nil, fmt.Errorf("container %s: %s: %w", m.ID, path, err)
 				}
-				if named && nameHeld(held, name) {
-					kp.FileNames = append(kp.FileNames, name)
-					paths[nameKey(name)] = path
+				if c, ok := heldChain(kernel, byName); ok {
+					addByName(kp, paths, c, path)
 					continue
 				}
 				var top fileID // the inode at path, called first
@@ -277,9 +279,15 @@ func fileDenies(p *zone.Policy, members []zone.Container, kp *bpf.ZonePolicy, ke
 					dirs[top] |= l.mask
 				}
 				kp.FileTrees = kp.FileTrees || dir
-				if !found && named {
-					kp.FileNames = append(kp.FileNames, name)
-					paths[nameKey(name)] = path
+				if found {
+					continue
+				}
+				if tooDeep != nil {
+					unix.Close(root)
+					return nil, nil, fmt.Errorf("container %s: %s: %w", m.ID, path, tooDeep)
+				}
+				if len(byName) > 0 {
+					addByName(kp, paths, byName[0], path)
 				}
 			}
 		}
@@ -413,44 +421,102 @@ func heldAbove(held map[string]bpf.FileAccess, path string, mask bpf.FileAccess)
 }
 
 // nameKey is the DenyPaths key of a name entry: the kernel reports a
-// denial by name with the directory's inode and the name.
+// denial by name with the directory's inode and the name (a chain: by its
+// last link, bpf.FileDenyChain.Last).
 func nameKey(n bpf.FileDenyName) string { return inodeKey(n.Dev, n.Ino) + "/" + n.Name }
 
-func nameHeld(held []bpf.FileDenyName, n bpf.FileDenyName) bool {
-	return slices.ContainsFunc(held, func(h bpf.FileDenyName) bool {
-		return h.Dev == n.Dev && h.Ino == n.Ino && h.Name == n.Name && h.Mask&n.Mask == n.Mask
-	})
+// addByName lists path in kp by the name or chain of names c, and names
+// it in paths.
+func addByName(kp *bpf.ZonePolicy, paths DenyPaths, c bpf.FileDenyChain, path string) {
+	if len(c.Names) == 1 {
+		n := bpf.FileDenyName{Dev: c.Dev, Ino: c.Ino, Name: c.Names[0], Mask: c.Mask}
+		kp.FileNames = append(kp.FileNames, n)
+		paths[nameKey(n)] = path
+		return
+	}
+	kp.FileChains = append(kp.FileChains, c)
+	paths[nameKey(c.Last())] = path
 }
 
-// denyNameInRoot is the name entry of path inside root: its directory as
-// the container resolves it, and its final name; named is false for "/"
-// and when the directory does not exist (nothing can be created there
-// without creating it first, which the next push sees). A final name
-// longer than the kernel looks up is refused: the policy admission refuses
-// it too (zone.Policy validation), so this only guards the invariant.
-func denyNameInRoot(root int, path string, mask bpf.FileAccess) (n bpf.FileDenyName, named bool, err error) {
-	dir, name := filepath.Split(path)
-	if name == "" {
-		return n, false, nil
+// heldChain is the first of cands that the kernel holds with every bit.
+func heldChain(kernel *bpf.ZonePolicy, cands []bpf.FileDenyChain) (bpf.FileDenyChain, bool) {
+	if kernel == nil {
+		return bpf.FileDenyChain{}, false
 	}
-	if len(name) > bpf.FileNameMax {
-		return n, false, fmt.Errorf("final name longer than %d bytes: the kernel cannot deny a file created there later", bpf.FileNameMax)
+	for _, c := range cands {
+		if len(c.Names) == 1 {
+			if slices.ContainsFunc(kernel.FileNames, func(h bpf.FileDenyName) bool {
+				return h.Dev == c.Dev && h.Ino == c.Ino && h.Name == c.Names[0] && h.Mask&c.Mask == c.Mask
+			}) {
+				return c, true
+			}
+			continue
+		}
+		if slices.ContainsFunc(kernel.FileChains, func(h bpf.FileDenyChain) bool {
+			return h.Dev == c.Dev && h.Ino == c.Ino && slices.Equal(h.Names, c.Names) && h.Mask&c.Mask == c.Mask
+		}) {
+			return c, true
+		}
 	}
-	fd, err := unix.Openat2(root, dir, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return n, false, nil
-	} else if err != nil {
-		return n, false, fmt.Errorf("resolve %s in the container root: %w", dir, err)
+	return bpf.FileDenyChain{}, false
+}
+
+// missingPathInRoot is how path (clean, absolute) is denied inside root
+// while it is missing: by the deepest directory on it that exists, as the
+// container resolves it, and the names below it (one: a name entry; more:
+// a chain), first in byName. A component that is not a directory (a file,
+// a dangling symlink) counts as missing: what is made there later is
+// matched by its name. With all, byName goes on with the same path from
+// every existing directory above (up to bpf.FileChainMax names), for
+// verify: a path the kernel holds by a chain from higher up is expected by
+// it while the kernel does.
+//
+// tooDeep is set when the path cannot be denied by names (more than
+// bpf.FileChainMax missing components, or one longer than the kernel
+// looks up): an error only when the path is missing. "/" has no name.
+func missingPathInRoot(root int, path string, mask bpf.FileAccess, all bool) (byName []bpf.FileDenyChain, tooDeep error, err error) {
+	if path == "/" {
+		return nil, nil, nil
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return n, false, fmt.Errorf("stat %s: %w", dir, err)
+	comps := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i := len(comps) - 1; i >= 0; i-- {
+		dir := "/" + strings.Join(comps[:i], "/")
+		fd, err := unix.Openat2(root, dir, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			continue
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("resolve %s in the container root: %w", dir, err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err != nil {
+			return nil, nil, fmt.Errorf("stat %s: %w", dir, err)
+		}
+		rest := comps[i:]
+		if len(rest) > bpf.FileChainMax {
+			if len(byName) == 0 {
+				tooDeep = fmt.Errorf("%d components below %s, the deepest directory of it that exists, are missing; at most %d can be denied before they exist: create %s first, or deny a shorter path",
+					len(rest), dir, bpf.FileChainMax, filepath.Join(dir, filepath.Join(rest[:len(rest)-bpf.FileChainMax]...)))
+			}
+			return byName, tooDeep, nil
+		}
+		if n := slices.IndexFunc(rest, func(s string) bool { return len(s) > bpf.FileNameMax }); n >= 0 {
+			if len(byName) == 0 {
+				tooDeep = fmt.Errorf("the missing component %q is longer than %d bytes: the kernel cannot deny what is made there later; create %s first",
+					rest[n], bpf.FileNameMax, filepath.Join(dir, filepath.Join(rest[:n+1]...)))
+			}
+			return byName, tooDeep, nil
+		}
+		byName = append(byName, bpf.FileDenyChain{Dev: st.Dev, Ino: st.Ino, Names: slices.Clone(rest), Mask: mask})
+		if !all {
+			break
+		}
 	}
-	return bpf.FileDenyName{Dev: st.Dev, Ino: st.Ino, Name: name, Mask: mask}, true, nil
+	return byName, nil, nil
 }
 
 // memberPid is a process of the member, 0 when none runs: the recorded init
@@ -612,7 +678,7 @@ func (ke *kernelEnforcer) verifyFileRoutes(p *zone.Policy, attached []string, ke
 	case kernel == nil || !kernel.FileTrees:
 		r.Add("files below listed directories", false, "the kernel does not walk up from the inodes it judges: a file made below a listed directory since the last push is not covered; run 'rauha zone reconcile'")
 	default:
-		r.Add("files below listed directories", true, "every file check walks up to the listed directories: files made below them later are covered too")
+		r.Add("files below listed directories", true, "every file check walks up to the listed directories, across mount points and bind mounts: files made below them later are covered too")
 	}
 	if want.FileTrees {
 		verifyNestedMounts(mounts, r)

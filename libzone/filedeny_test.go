@@ -515,3 +515,71 @@ func statID(t *testing.T, path string) fileID {
 	}
 	return fileID{st.Dev, st.Ino}
 }
+
+// A deny path whose directory is missing too is listed by a chain of names
+// from the deepest directory of it that exists; once the path exists it is
+// listed by inode again, unless the kernel holds the chain (verify); a path
+// with more missing components than a chain holds is refused.
+func TestMissingPathChains(t *testing.T) {
+	dir := t.TempDir()
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	path := filepath.Join(dir, "a", "b", "secret")
+	byName, tooDeep, err := missingPathInRoot(root, path, bpf.FileOpen, false)
+	if err != nil || tooDeep != nil || len(byName) != 1 {
+		t.Fatalf("missing: %+v, %v, %v", byName, tooDeep, err)
+	}
+	c := byName[0]
+	if inodeKey(c.Dev, c.Ino) != inodeOf(t, dir) || !slices.Equal(c.Names, []string{"a", "b", "secret"}) || c.Mask != bpf.FileOpen {
+		t.Errorf("chain %+v, want %s and a/b/secret", c, inodeOf(t, dir))
+	}
+
+	// Through fileDenies: the chain, named by its last link.
+	p := &zone.Policy{}
+	p.Filesystem.Deny = []string{path}
+	members := []zone.Container{{ID: "a", Pid: os.Getpid(), CgroupPath: "/"}}
+	if memberPid(&members[0]) == 0 {
+		t.Skip("this process is not in the cgroup it names")
+	}
+	var kp bpf.ZonePolicy
+	paths, _, err := fileDenies(p, members, &kp, nil)
+	if err != nil || len(kp.FileChains) != 1 || len(kp.FileNames) != 0 || len(kp.FileDenies) != 0 {
+		t.Fatalf("fileDenies: %+v, %v", kp, err)
+	}
+	if paths[nameKey(kp.FileChains[0].Last())] != path || len(paths) != 1 {
+		t.Errorf("paths %v", paths)
+	}
+	held := kp
+
+	// Made, directory by directory: a name from b, then the inode.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fileDenies(p, members, &kp, nil); err != nil || len(kp.FileNames) != 1 || kp.FileNames[0].Name != "secret" || len(kp.FileChains) != 0 {
+		t.Errorf("a/b made: %+v, %v; want the name secret", kp, err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fileDenies(p, members, &kp, nil); err != nil || len(kp.FileDenies) != 1 || len(kp.FileChains)+len(kp.FileNames) != 0 {
+		t.Errorf("secret made: %+v, %v; want its inode", kp, err)
+	}
+	if _, _, err := fileDenies(p, members, &kp, &held); err != nil || !kp.Equal(held) {
+		t.Errorf("secret made, the kernel holding the chain: %+v, %v; want the chain", kp, err)
+	}
+
+	// Nine missing components: refused, naming what to create.
+	deep := filepath.Join(dir, "1", "2", "3", "4", "5", "6", "7", "8", "9")
+	p.Filesystem.Deny = []string{deep}
+	if _, _, err := fileDenies(p, members, &kp, nil); err == nil || !strings.Contains(err.Error(), "at most 8") || !strings.Contains(err.Error(), filepath.Join(dir, "1")) {
+		t.Errorf("nine missing components: %v", err)
+	}
+	// Eight are a chain.
+	p.Filesystem.Deny = []string{filepath.Dir(deep)}
+	if _, _, err := fileDenies(p, members, &kp, nil); err != nil || len(kp.FileChains) != 1 || len(kp.FileChains[0].Names) != 8 {
+		t.Errorf("eight missing components: %+v, %v", kp.FileChains, err)
+	}
+}

@@ -208,7 +208,7 @@ file_routes() {
 	echo free >$M/w/free
 	"$tool" listen $M/w/private/sock0 >/dev/null 2>&1 & # in the list: it exists at start
 	local srv0=$!
-	printf '[zone]\nmode = "enforce"\nadmission = "strict"\n[filesystem]\ndeny = ["/meta/w/secret", "/meta/w/private", "/meta/w/later"]\nread_only = ["/meta/ro"]\n' >/tmp/fm.toml
+	printf '[zone]\nmode = "enforce"\nadmission = "strict"\n[filesystem]\ndeny = ["/meta/w/secret", "/meta/w/private", "/meta/w/later", "/meta/w/deep/a/b/secret", "/meta/w/moved/x/secret", "/meta/w/zdeep/a/secret"]\nread_only = ["/meta/ro"]\n' >/tmp/fm.toml
 	sed -e 's|"/loop.sh"|"/bin/sleep", "1000"|' -e 's|"org.rauha.zone": "fd"|"org.rauha.zone": "fm"|' \
 		-e 's|/rauha-filedeny/c1|/rauha-filedeny/c2|' -e "s|\"path\": \"rootfs\"|\"path\": \"$B/rootfs\"|" \
 		-e "s|\(\"destination\": \"/run\".*\]}\)|\1,\n    {\"destination\": \"/meta\", \"type\": \"bind\", \"source\": \"$M\", \"options\": [\"rbind\", \"rw\"]}$(nested_mounts $S)|" \
@@ -277,6 +277,28 @@ file_routes() {
 	denied "cat /meta/w/later (created by the host after start)" cat /meta/w/later
 	denied "rm /meta/w/later" rm -f /meta/w/later
 	check "the host reads /meta/w/later" [ "$(cat $M/w/later)" = later ]
+	# Deny paths whose directory was missing at the push too (/meta/w/deep,
+	# /meta/w/moved and /meta/w/zdeep did not exist): listed by a chain of
+	# names from /meta/w, matched walking up from what is opened. The host
+	# makes the directories and the file; a directory with the file in it
+	# is moved into place; the zone itself makes the directories, then the
+	# file (refused). Each file is first shown readable where no rule
+	# covers it.
+	mkdir -p $M/w/deep/a/b && echo deep >$M/w/deep/a/b/secret
+	check "the host made /meta/w/deep/a/b/secret and reads it" [ "$(cat $M/w/deep/a/b/secret)" = deep ]
+	denied "cat /meta/w/deep/a/b/secret (directories and file made by the host after start)" cat /meta/w/deep/a/b/secret
+	mkdir -p $M/w/tmpdir/x && echo moved >$M/w/tmpdir/x/secret
+	check "the zone reads /meta/w/tmpdir/x/secret before the move" sh -c "$RT --root $R exec c2 cat /meta/w/tmpdir/x/secret | grep -q moved"
+	mv $M/w/tmpdir $M/w/moved
+	denied "cat /meta/w/moved/x/secret (a directory moved into place)" cat /meta/w/moved/x/secret
+	denied "touch -d 2000-01-01 /meta/w/moved/x/secret" touch -d 2000-01-01 /meta/w/moved/x/secret
+	check "the zone makes /meta/w/zdeep/a (on the way to a denied path)" rt exec c2 mkdir -p /meta/w/zdeep/a
+	denied "echo >/meta/w/zdeep/a/secret (the zone creates the denied path)" sh -c 'echo z >/meta/w/zdeep/a/secret'
+	check "nothing was made at /meta/w/zdeep/a/secret" [ ! -e $M/w/zdeep/a/secret ]
+	echo host >$M/w/zdeep/a/secret
+	denied "cat /meta/w/zdeep/a/secret (then made by the host)" cat /meta/w/zdeep/a/secret
+	check "verify: the kernel policy (chains held) equals the stored one" \
+		sh -c "$RT --root $R zone verify $Z2 | grep 'kernel policy' | grep -q 'kernel maps equal'"
 	check "chmod of an unlisted file works" rt exec c2 chmod 600 /meta/w/free
 	check "ln of an unlisted file works" rt exec c2 ln /meta/w/free /meta/w/free2
 	check "read_only is no deny: cat /meta/ro/sub/file" sh -c "$RT --root $R exec c2 cat /meta/ro/sub/file | grep -q ro"
@@ -304,6 +326,17 @@ file_routes() {
 	denied "rm /meta/w/private/mnt/f (nested mount)" rm -f /meta/w/private/mnt/f
 	denied "touch /meta/w/private/mnt/g (nested mount)" touch /meta/w/private/mnt/g
 	check "the host still has /meta/w/private/mnt/f, mode 644" nsenter -t "$pid2" -m sh -c '[ "$(stat -c %a /meta/w/private/mnt/f)" = 644 ]'
+	# A directory made below the denied one after the push, bound outside
+	# it: what is below it stays denied through the bind (the walk goes up
+	# the file system above the bind's root before the mount point).
+	mkdir $M/w/private/bdir $M/w/out && echo b >$M/w/private/bdir/f
+	check "bind /meta/w/private/bdir to /meta/w/out in c2" nsenter -t "$pid2" -m mount --bind /meta/w/private/bdir /meta/w/out
+	denied "cat /meta/w/out/f (a bind of a directory made below the denied one)" cat /meta/w/out/f
+	denied "touch -d 2000-01-01 /meta/w/out/f (through the bind)" touch -d 2000-01-01 /meta/w/out/f
+	mkdir $M/w/free.d
+	check "mount a tmpfs at /meta/w/free.d in c2 (in no listed tree)" nsenter -t "$pid2" -m sh -c 'mount -t tmpfs tmpfs /meta/w/free.d && echo f >/meta/w/free.d/f'
+	check "touch -d of a file in an unlisted mount works" rt exec c2 touch -d 2000-01-01 /meta/w/free.d/f
+
 
 	ev2() { rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep '"decision":"deny"' | grep -q "\"object\":\"$1"; }
 	check "event: setattr /meta/w/secret" ev2 "setattr /meta/w/secret"
@@ -336,6 +369,12 @@ file_routes() {
 		# be the first to deny.
 		check "event: set acl $mnt/…/late2" sh -c "$RT --root $R zone events $Z2 --format json 2>/dev/null | grep '\"decision\":\"deny\"' | grep -Eq '\"object\":\"(set acl|setxattr) $mnt/…/late2'"
 	done
+	check "event: open /meta/w/deep/a/b/secret (chain)" ev2 "/meta/w/deep/a/b/secret"
+	check "event: open /meta/w/moved/x/secret (chain)" ev2 "/meta/w/moved/x/secret"
+	check "event: setattr /meta/w/moved/x/secret (chain)" ev2 "setattr /meta/w/moved/x/secret"
+	check "event: create /meta/w/zdeep/a/secret (chain)" ev2 "create /meta/w/zdeep/a/secret"
+	check "event: open /meta/w/zdeep/a/secret (chain)" ev2 "/meta/w/zdeep/a/secret"
+	check "event: open /meta/w/private/…/f (bind out of the denied directory)" sh -c "$RT --root $R zone events $Z2 --format json | grep '\"control\":\"file\"' | grep '\"comm\":\"cat\"' | grep -q '\"object\":\"/meta/w/private/…/f'"
 	rt zone events $Z2 --format json 2>/dev/null | grep '"control":"file"' | grep -E '"comm":"(ln|mv)"'
 
 	# The tmpfs at /meta/w/private/mnt was mounted after the push: its root
@@ -358,7 +397,7 @@ file_routes() {
 		sh -c "$RT --root $R zone verify $Z2 | grep 'kernel policy' | grep -q 'kernel maps equal'"
 	nsenter -t "$pid2" -m sh -c 'echo h >/meta/w/private/mnt/h'
 	denied "touch -d 2000-01-01 /meta/w/private/mnt/h (mounted before the reconcile, made after)" touch -d 2000-01-01 /meta/w/private/mnt/h
-	nsenter -t "$pid2" -m umount /meta/w/private/mnt
+	nsenter -t "$pid2" -m umount /meta/w/private/mnt /meta/w/free.d /meta/w/out
 
 	kill $srv $srv0 2>/dev/null
 	rt kill c2 KILL >/dev/null 2>&1
