@@ -578,19 +578,29 @@ func TestEnforcementOutlivesHandle(t *testing.T) {
 	}
 }
 
-func TestObserver(t *testing.T) {
+// observed is what the observer tests share: a zone with no rules and a
+// member cgroup, and a directory nobody may write holding a file nobody
+// may read (secret) and a copy of the test binary nobody may run.
+type observed struct {
+	k               *Kernel
+	pinDir          string
+	zone            uint32
+	dir, secret     string
+	inside, outside workload
+}
+
+func newObserved(t *testing.T, zone uint32, name string) observed {
+	t.Helper()
 	requireRoot(t)
-	k, _ := testKernel(t, false)
-	const zone = 9
+	k, pinDir := testKernel(t, false)
 	if err := k.SetPolicy(zone, ZonePolicy{}); err != nil {
 		t.Fatal(err)
 	}
-	cg := testCgroup(t, "observer")
+	cg := testCgroup(t, name)
 	if _, err := k.AddMember(zone, cg); err != nil {
 		t.Fatal(err)
 	}
-
-	dir, err := os.MkdirTemp("", "rauha-bpf-observer")
+	dir, err := os.MkdirTemp("", "rauha-bpf-"+name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,8 +616,13 @@ func TestObserver(t *testing.T) {
 	exe := filepath.Join(dir, "helper")
 	copyFile(t, testBinary(t), exe, 0o755)
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
-	outside := workload{cred: nobody, exe: exe}
-	inside := workload{cgroup: cg, cred: nobody, exe: exe}
+	return observed{k: k, pinDir: pinDir, zone: zone, dir: dir, secret: secret,
+		inside: workload{cgroup: cg, cred: nobody, exe: exe}, outside: workload{cred: nobody, exe: exe}}
+}
+
+func TestObserver(t *testing.T) {
+	o := newObserved(t, 9, "observer")
+	k, zone, dir, secret, inside, outside := o.k, o.zone, o.dir, o.secret, o.inside, o.outside
 
 	// The same denial outside the zone is not reported.
 	outside.expect(t, "EACCES", "open", secret)
@@ -659,36 +674,12 @@ func TestObserver(t *testing.T) {
 // observer reports them, with the path the request named, and not those of
 // tasks outside zones.
 func TestIoUringObserver(t *testing.T) {
-	requireRoot(t)
-	k, pinDir := testKernel(t, false)
-	if !exists(linkPin(pinDir, rauhaProgObserveIoUringComplete)) && !exists(linkPin(pinDir, rauhaProgObserveIoUringCompleteRes)) {
+	o := newObserved(t, 11, "iouring")
+	if !exists(linkPin(o.pinDir, rauhaProgObserveIoUringComplete)) && !exists(linkPin(o.pinDir, rauhaProgObserveIoUringCompleteRes)) {
 		t.Fatal("no io_uring completion program attached")
 	}
-	const zone = 11
-	if err := k.SetPolicy(zone, ZonePolicy{}); err != nil {
-		t.Fatal(err)
-	}
-	cg := testCgroup(t, "iouring")
-	if _, err := k.AddMember(zone, cg); err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "rauha-bpf-iouring")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	secret := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secret, []byte("x"), 0o000); err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(dir, "helper")
-	copyFile(t, testBinary(t), exe, 0o755)
-	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
-	outside := workload{cred: nobody, exe: exe}
-	inside := workload{cgroup: cg, cred: nobody, exe: exe}
+	k, zone, secret, inside, outside := o.k, o.zone, o.secret, o.inside, o.outside
+	exe := o.inside.exe
 
 	outside.expect(t, "EACCES", "iouring-open", secret)
 	inside.expect(t, "ok", "iouring-open", exe) // allowed: no event

@@ -279,9 +279,46 @@ static __always_inline int metadata_syscall(long nr)
 	return 0;
 }
 
+/* name_syscall: for a syscall that makes or removes a name or truncates
+ * (Landlock's MAKE_*, REMOVE_* and TRUNCATE rights refuse them with
+ * EACCES in denied and read_only trees, the fallback's read-only mounts
+ * with EROFS), where the name made or removed is (a rename's old one, a
+ * symlink's link path), as metadata_syscall says it: 1 argument 0, 2
+ * argument 1, 4 argument 2, 5 the file of the fd in argument 0; 0 for
+ * other syscalls. */
+static __always_inline int name_syscall(long nr)
+{
+	switch (nr) {
+#ifdef NR_mkdir
+	case NR_mkdir:
+	case NR_rmdir:
+	case NR_unlink:
+	case NR_creat:
+	case NR_mknod:
+	case NR_rename:
+#endif
+	case NR_truncate:
+		return 1;
+#ifdef NR_symlink
+	case NR_symlink:
+#endif
+	case NR_mkdirat:
+	case NR_unlinkat:
+	case NR_mknodat:
+	case NR_renameat:
+	case NR_renameat2:
+		return 2;
+	case NR_symlinkat:
+		return 4;
+	case NR_ftruncate:
+		return 5;
+	}
+	return 0;
+}
+
 static __always_inline int observed_control(long nr, long ret)
 {
-	if (metadata_syscall(nr))
+	if (metadata_syscall(nr) || name_syscall(nr))
 		return CONTROL_FILE;
 	switch (nr) {
 #ifdef NR_open
@@ -321,27 +358,6 @@ static __always_inline int observed_control(long nr, long ret)
 		/* The seccomp rule a member without CAP_BPF or CAP_SYS_ADMIN
 		 * gets (libzone/controls.go, keepsBPF): no LSM hook sees it. */
 		return ret == -EPERM ? CONTROL_CAPABILITY : -1;
-	/* New and removed names and truncation: Landlock's MAKE_*,
-	 * REMOVE_* and TRUNCATE rights (EACCES) and the fallback's read-only
-	 * mounts (EROFS) refuse them in denied and read_only trees. */
-#ifdef NR_mkdir
-	case NR_mkdir:
-	case NR_rmdir:
-	case NR_unlink:
-	case NR_creat:
-	case NR_mknod:
-	case NR_rename:
-	case NR_symlink:
-#endif
-	case NR_mkdirat:
-	case NR_unlinkat:
-	case NR_mknodat:
-	case NR_renameat:
-	case NR_renameat2:
-	case NR_symlinkat:
-	case NR_truncate:
-	case NR_ftruncate:
-		return CONTROL_FILE;
 	}
 	return -1;
 }
@@ -808,12 +824,21 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	e->syscall = nr;
 
-	switch (metadata_syscall(nr)) {
+	int path_arg = metadata_syscall(nr);
+	if (!path_arg)
+		path_arg = name_syscall(nr);
+	switch (path_arg) {
 	case 1:
 		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
 		break;
 	case 2:
 		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1);
+		break;
+	case 4:
+		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a2);
+		break;
+	case 5:
+		fd_name((int)a0, e->path);
 		break;
 	}
 	switch (nr) {
@@ -843,35 +868,6 @@ int BPF_PROG(observe_sys_exit, struct pt_regs *regs, long ret)
 		break;
 	case NR_memfd_create:
 		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
-		break;
-	/* New and removed names: the name made or removed (a rename's old
-	 * one, a symlink's link path). */
-#ifdef NR_mkdir
-	case NR_mkdir:
-	case NR_rmdir:
-	case NR_unlink:
-	case NR_creat:
-	case NR_mknod:
-	case NR_rename:
-#endif
-	case NR_truncate:
-		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a0);
-		break;
-#ifdef NR_symlink
-	case NR_symlink:
-#endif
-	case NR_mkdirat:
-	case NR_unlinkat:
-	case NR_mknodat:
-	case NR_renameat:
-	case NR_renameat2:
-		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a1);
-		break;
-	case NR_symlinkat:
-		bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)a2);
-		break;
-	case NR_ftruncate:
-		fd_name((int)a0, e->path);
 		break;
 	case NR_kill:
 	case NR_tkill:

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "a90b2270c956c621f133d5eaa1ad0fca7aee8415604e2e164d716ae4ec377b5c"
+const rauhaObjectSHA256 = "9bcc2e151bf1b7ccecb12e7f6b394169d3e744c7fde13acddb0d1452c4a49ac8"

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "e7626f59c492defbe9e3647738726e7796f65d4402e7f823516411b69b9bcb73"
+const rauhaObjectSHA256 = "d5784f47b034983db21be9bc4b551ff937568cc1d877ed838ec6f80d3637a97b"
