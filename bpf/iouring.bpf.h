@@ -68,6 +68,58 @@ static __always_inline int iouring_control(__u8 op, int res)
 	return -1;
 }
 
+/*
+ * The path fields of the opcodes' structs in req->cmd are io_uring's own
+ * and change between releases: a `struct filename *` up to 6.x, a struct
+ * that wraps that pointer in later kernels (Debian's 7.2). A relocation
+ * the running kernel cannot resolve would fail the load of every program,
+ * so each form is looked for (the ___wrapped flavors match a field of any
+ * struct type) and the pointer read at the field's offset; a kernel with
+ * neither gets the request reported without its path.
+ */
+struct rauha_filename_ref {
+	struct filename *name;
+};
+struct io_open___wrapped {
+	struct rauha_filename_ref filename;
+} __attribute__((preserve_access_index));
+struct io_unlink___wrapped {
+	struct rauha_filename_ref filename;
+} __attribute__((preserve_access_index));
+struct io_mkdir___wrapped {
+	struct rauha_filename_ref filename;
+} __attribute__((preserve_access_index));
+struct io_xattr___wrapped {
+	struct rauha_filename_ref filename;
+} __attribute__((preserve_access_index));
+struct io_link___wrapped {
+	struct rauha_filename_ref oldpath;
+	struct rauha_filename_ref newpath;
+} __attribute__((preserve_access_index));
+struct io_rename___wrapped {
+	struct rauha_filename_ref oldpath;
+	struct rauha_filename_ref newpath;
+} __attribute__((preserve_access_index));
+
+/* iouring_name is the struct filename pointer at offset off of cmd, or
+ * NULL for off < 0. */
+static __always_inline struct filename *iouring_name(void *cmd, long off)
+{
+	struct filename *f = NULL;
+	if (off >= 0)
+		bpf_probe_read_kernel(&f, sizeof(f), cmd + off);
+	return f;
+}
+
+#define IOURING_NAME(type, field)                                                                     \
+	iouring_name(cmd, bpf_core_field_exists(((struct type *)cmd)->field)                              \
+				  ? (long)bpf_core_field_offset(((struct type *)cmd)->field)              \
+			  : bpf_core_field_exists(((struct type##___wrapped *)cmd)->field) &&             \
+					  bpf_core_field_size(((struct type##___wrapped *)cmd)->field) == \
+						  sizeof(void *)                                  \
+				  ? (long)bpf_core_field_offset(((struct type##___wrapped *)cmd)->field)  \
+				  : -1L)
+
 static __always_inline void iouring_submit(struct io_kiocb *req)
 {
 	__u8 op = BPF_CORE_READ(req, opcode);
@@ -79,27 +131,27 @@ static __always_inline void iouring_submit(struct io_kiocb *req)
 	switch (op) {
 	case IORING_OP_OPENAT:
 	case IORING_OP_OPENAT2:
-		first = BPF_CORE_READ((struct io_open *)cmd, filename);
+		first = IOURING_NAME(io_open, filename);
 		break;
 	case IORING_OP_UNLINKAT:
-		first = BPF_CORE_READ((struct io_unlink *)cmd, filename);
+		first = IOURING_NAME(io_unlink, filename);
 		break;
 	case IORING_OP_MKDIRAT:
-		first = BPF_CORE_READ((struct io_mkdir *)cmd, filename);
+		first = IOURING_NAME(io_mkdir, filename);
 		break;
 	case IORING_OP_SETXATTR:
-		first = BPF_CORE_READ((struct io_xattr *)cmd, filename);
+		first = IOURING_NAME(io_xattr, filename);
 		break;
 	case IORING_OP_SYMLINKAT: /* oldpath is the link's content */
-		first = BPF_CORE_READ((struct io_link *)cmd, newpath);
+		first = IOURING_NAME(io_link, newpath);
 		break;
 	case IORING_OP_LINKAT:
-		first = BPF_CORE_READ((struct io_link *)cmd, oldpath);
-		second = BPF_CORE_READ((struct io_link *)cmd, newpath);
+		first = IOURING_NAME(io_link, oldpath);
+		second = IOURING_NAME(io_link, newpath);
 		break;
 	case IORING_OP_RENAMEAT:
-		first = BPF_CORE_READ((struct io_rename *)cmd, oldpath);
-		second = BPF_CORE_READ((struct io_rename *)cmd, newpath);
+		first = IOURING_NAME(io_rename, oldpath);
+		second = IOURING_NAME(io_rename, newpath);
 		break;
 	}
 	if (!first)
@@ -167,9 +219,14 @@ static __always_inline void iouring_complete(struct io_kiocb *req, int res)
 		/* The address as passed, in the task's memory (io-wq workers
 		 * share it), as the sys_exit observer reads connect's. */
 		struct sockaddr_in6_min sa = {};
-		void *uaddr = BPF_CORE_READ((struct io_connect *)cmd, addr);
-		int len = BPF_CORE_READ((struct io_connect *)cmd, addr_len);
-		if (bpf_probe_read_user(&sa, 8, uaddr) == 0) {
+		void *uaddr = NULL;
+		int len = 0;
+		if (bpf_core_field_exists(((struct io_connect *)cmd)->addr) &&
+		    bpf_core_field_exists(((struct io_connect *)cmd)->addr_len)) {
+			uaddr = BPF_CORE_READ((struct io_connect *)cmd, addr);
+			len = BPF_CORE_READ((struct io_connect *)cmd, addr_len);
+		}
+		if (uaddr && bpf_probe_read_user(&sa, 8, uaddr) == 0) {
 			e->family = sa.family;
 			e->port = bpf_ntohs(sa.port);
 			if (sa.family == AF_INET)

@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "9bcc2e151bf1b7ccecb12e7f6b394169d3e744c7fde13acddb0d1452c4a49ac8"
+const rauhaObjectSHA256 = "1fbb0831ca8729a175858ed97ab1d97091b1e440501dae3a9c5bd90ea00c93e9"

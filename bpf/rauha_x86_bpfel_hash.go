@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "d5784f47b034983db21be9bc4b551ff937568cc1d877ed838ec6f80d3637a97b"
+const rauhaObjectSHA256 = "111358da33fbb3fa76fe3015b72e622f4c8dd97979be5be37a5b6961befc90fb"
