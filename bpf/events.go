@@ -208,13 +208,15 @@ type Event struct {
 	Unregistered bool
 	Syscall      uint32 // observer: syscall number (of the kernel's architecture)
 	// HookIoUring: the request's IORING_OP_* opcode. Path is the path it
-	// named; a rename's or link's "OLD -> NEW".
+	// named.
 	IoUringOp uint8
 	// Op: an observed file error the fallback's mounts give (0: another
 	// event). Path is then absolute, or empty when the observer could not
-	// resolve it; for FileOpLink and FileOpRename Path is the old name and
-	// NewPath the new one.
-	Op      FileOp
+	// resolve it.
+	Op FileOp
+	// NewPath: the new name of a link or rename (Op FileOpLink or
+	// FileOpRename, or an io_uring renameat or linkat), whose Path is the
+	// old one.
 	NewPath string
 }
 
@@ -343,8 +345,7 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 	if e.Hook == HookIoUring {
 		e.IoUringOp, e.Syscall = uint8(r.Syscall), 0
 		if e.IoUringOp == ioringOpRenameat || e.IoUringOp == ioringOpLinkat {
-			half := len(r.Path) / 2
-			e.Path = cString(r.Path[:half]) + " -> " + cString(r.Path[half:])
+			e.Path, e.NewPath = twoPaths(r.Path[:])
 		}
 	}
 	switch e.Control {
@@ -355,8 +356,7 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 		case e.Control == ControlFile && r.Arg != 0:
 			e.Op, e.Arg = FileOp(r.Arg), 0
 			if e.Op == FileOpLink || e.Op == FileOpRename {
-				half := len(r.Path) / 2
-				e.Path, e.NewPath = cString(r.Path[:half]), cString(r.Path[half:])
+				e.Path, e.NewPath = twoPaths(r.Path[:])
 			}
 		}
 	case ControlEgress, ControlIngress:
@@ -374,6 +374,13 @@ func decodeEvent(r *rauhaEvent, clock bootClock) Event {
 		}
 	}
 	return e
+}
+
+// twoPaths reads an event path that holds two, the old name in its first
+// half and the new one in the second.
+func twoPaths(p []int8) (oldName, newName string) {
+	half := len(p) / 2
+	return cString(p[:half]), cString(p[half:])
 }
 
 func cString(b []int8) string {

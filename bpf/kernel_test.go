@@ -692,7 +692,7 @@ func TestIoUringObserver(t *testing.T) {
 	// Two paths: the old and the new one. dir is not writable by nobody.
 	inside.expect(t, "EACCES", "iouring-rename", secret, secret+".new")
 	ev = drainUntil(t, k, func(e Event) bool { return e.Control == ControlFile })
-	if ev.Hook != HookIoUring || ev.Errno != unix.EACCES || ev.Path != secret+" -> "+secret+".new" || ev.IoUringOp != uring.OpRenameat {
+	if ev.Hook != HookIoUring || ev.Errno != unix.EACCES || ev.Path != secret || ev.NewPath != secret+".new" || ev.IoUringOp != uring.OpRenameat {
 		t.Errorf("io_uring renameat event: %+v", ev)
 	}
 	evs, err := k.DrainEvents(100, time.Time{})

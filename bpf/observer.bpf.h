@@ -501,47 +501,72 @@ static __always_inline bool learn_file_path(struct file *file, char *out)
 }
 
 /*
+ * observe_path writes the path at upath (user memory) into learn_scratch's
+ * object, absolute: a relative path is resolved against dirfd (AT_FDCWD:
+ * the working directory) from the task's root, for events and for what a
+ * learning zone records (learn_user_path_at). It returns the path's length, or 0 when it cannot say which
+ * path it is: a relative path whose directory has no path here
+ * (learn_path_of), or a path that does not fit (a truncated path could
+ * name another file). A global function: the verifier checks it once, not
+ * at each of its calls, which keeps the observer within what older
+ * verifiers (Linux 6.1) accept.
+ */
+__noinline int observe_path(int dirfd, unsigned long upath)
+{
+	__u32 zero = 0;
+	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
+	struct dentry *d;
+	struct vfsmount *mnt;
+	char c = 0;
+	long r;
+
+	if (!s || !upath || bpf_probe_read_user(&c, 1, (void *)upath) || c == 0)
+		return 0;
+	if (c == '/') {
+		r = bpf_probe_read_user_str(s->object, LEARN_OBJECT_LEN, (void *)upath);
+		return r > 1 && r < LEARN_OBJECT_LEN ? r - 1 : 0;
+	}
+	if (dirfd == AT_FDCWD) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		d = BPF_CORE_READ(task, fs, pwd.dentry);
+		mnt = BPF_CORE_READ(task, fs, pwd.mnt);
+	} else {
+		struct file *f = fd_file(dirfd);
+		if (!f)
+			return 0;
+		d = BPF_CORE_READ(f, f_path.dentry);
+		mnt = BPF_CORE_READ(f, f_path.mnt);
+	}
+	int off = learn_path_of(d, mnt, s->object);
+	if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
+		return 0;
+	s->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
+	off++;
+	r = bpf_probe_read_user_str(s->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, (void *)upath);
+	if (r <= 1 || r >= LEARN_OBJECT_LEN / 2)
+		return 0;
+	return off + r - 1;
+}
+
+/*
  * learn_user_path_at records a path in user memory that a syscall resolved
  * against dirfd (AT_FDCWD: the working directory), as a policy names it:
- * a relative path is made absolute against that directory's path, which
- * is what `cd /var/lib/app && touch x` and mkdir -p's mkdirat(parent, "x")
- * pass. A relative path whose directory has no path here (too deep, outside
- * the root) or that leaves too little room is recorded as passed:
- * zone suggest reports it as unresolved.
+ * absolute (observe_path), which is what `cd /var/lib/app && touch x` and
+ * mkdir -p's mkdirat(parent, "x") need. A relative path whose directory
+ * has no path here (too deep, outside the root) or that leaves too little
+ * room is recorded as passed: zone suggest reports it as unresolved.
  */
 static __noinline void learn_user_path_at(__u32 zone, __u16 kind, int dirfd, const char *path)
 {
 	struct learn_key *key = learn_key_new(zone, kind);
-	char c = 0;
 
-	if (!key || !path || bpf_probe_read_user(&c, 1, path) || c == 0)
+	if (!key)
 		return;
-	if (c != '/') {
-		struct dentry *d;
-		struct vfsmount *mnt;
-		if (dirfd == AT_FDCWD) {
-			struct task_struct *task = bpf_get_current_task_btf();
-			d = BPF_CORE_READ(task, fs, pwd.dentry);
-			mnt = BPF_CORE_READ(task, fs, pwd.mnt);
-		} else {
-			struct file *f = fd_file(dirfd);
-			if (!f)
-				goto as_passed;
-			d = BPF_CORE_READ(f, f_path.dentry);
-			mnt = BPF_CORE_READ(f, f_path.mnt);
-		}
-		int off = learn_path_of(d, mnt, key->object);
-		if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
-			goto as_passed;
-		key->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
-		off++;
-		long r = bpf_probe_read_user_str(key->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, path);
-		if (r > 1 && r < LEARN_OBJECT_LEN / 2) {
-			learn_record(key);
-			return;
-		}
+	/* observe_path writes into learn_scratch, which key is. */
+	if (observe_path(dirfd, (unsigned long)path) > 0) {
+		learn_record(key);
+		return;
 	}
-as_passed:
 	__builtin_memset(key->object, 0, sizeof(key->object));
 	if (bpf_probe_read_user_str(key->object, sizeof(key->object), path) > 1)
 		learn_record(key);
@@ -663,54 +688,6 @@ static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 		learn_user_path_at(zone, LEARN_WRITE, (int)a[2], (void *)syscall_arg4(regs));
 		break;
 	}
-}
-
-/*
- * observe_path writes the path at upath (user memory) into learn_scratch's
- * object, absolute: a relative path is resolved against dirfd (AT_FDCWD:
- * the working directory) as learn_user_path_at resolves it, from the
- * task's root. It returns the path's length, or 0 when it cannot say which
- * path it is: a relative path whose directory has no path here
- * (learn_path_of), or a path that does not fit (a truncated path could
- * name another file). A global function: the verifier checks it once, not
- * at each of its calls, which keeps the observer within what older
- * verifiers (Linux 6.1) accept.
- */
-__noinline int observe_path(int dirfd, unsigned long upath)
-{
-	__u32 zero = 0;
-	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
-	struct dentry *d;
-	struct vfsmount *mnt;
-	char c = 0;
-	long r;
-
-	if (!s || !upath || bpf_probe_read_user(&c, 1, (void *)upath) || c == 0)
-		return 0;
-	if (c == '/') {
-		r = bpf_probe_read_user_str(s->object, LEARN_OBJECT_LEN, (void *)upath);
-		return r > 1 && r < LEARN_OBJECT_LEN ? r - 1 : 0;
-	}
-	if (dirfd == AT_FDCWD) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		d = BPF_CORE_READ(task, fs, pwd.dentry);
-		mnt = BPF_CORE_READ(task, fs, pwd.mnt);
-	} else {
-		struct file *f = fd_file(dirfd);
-		if (!f)
-			return 0;
-		d = BPF_CORE_READ(f, f_path.dentry);
-		mnt = BPF_CORE_READ(f, f_path.mnt);
-	}
-	int off = learn_path_of(d, mnt, s->object);
-	if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
-		return 0;
-	s->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
-	off++;
-	r = bpf_probe_read_user_str(s->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, (void *)upath);
-	if (r <= 1 || r >= LEARN_OBJECT_LEN / 2)
-		return 0;
-	return off + r - 1;
 }
 
 /* observe_path_at writes observe_path's path into out (size bytes), and

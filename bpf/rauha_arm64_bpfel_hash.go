@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "1fbb0831ca8729a175858ed97ab1d97091b1e440501dae3a9c5bd90ea00c93e9"
+const rauhaObjectSHA256 = "20055161c7331303ca2e5bb812339c8a26d0db9e801105bcc097e47a6581d51d"

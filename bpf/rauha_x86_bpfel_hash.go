@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "111358da33fbb3fa76fe3015b72e622f4c8dd97979be5be37a5b6961befc90fb"
+const rauhaObjectSHA256 = "25640b172fc40a444babe43e1185c27bfbd33bb830bd7d501f53326e7eca21db"

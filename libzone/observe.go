@@ -307,8 +307,12 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 		}
 	}
 	if ev.Hook == bpf.HookIoUring {
-		// A request's completion: "io_uring openat /etc/shadow".
+		// A request's completion: "io_uring openat /etc/shadow",
+		// "io_uring renameat /a -> /b".
 		out.Op = "io_uring " + cmp.Or(ioUringOps[ev.IoUringOp], "op "+strconv.Itoa(int(ev.IoUringOp)))
+		if ev.NewPath != "" {
+			ze.Object += " -> " + ev.NewPath
+		}
 		if ze.Object == "" {
 			ze.Object = "(path not known)"
 		}

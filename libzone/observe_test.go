@@ -186,7 +186,7 @@ func TestIoUringEventObject(t *testing.T) {
 		want string
 	}{
 		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 18, Path: "/etc/shadow", Errno: syscall.EACCES}, "io_uring openat /etc/shadow (permission denied)"},
-		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 35, Path: "/a -> /b", Errno: syscall.EROFS}, "io_uring renameat /a -> /b (read-only file system)"},
+		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 35, Path: "/a", NewPath: "/b", Errno: syscall.EROFS}, "io_uring renameat /a -> /b (read-only file system)"},
 		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 36, Errno: syscall.EROFS}, "io_uring unlinkat (path not known) (read-only file system)"},
 		{bpf.Event{Control: bpf.ControlFile, IoUringOp: 99, Path: "/x", Errno: syscall.EPERM}, "io_uring op 99 /x (operation not permitted)"},
 		{bpf.Event{Control: bpf.ControlEgress, IoUringOp: 16, Addr: netip.MustParseAddrPort("10.0.0.1:80"), Errno: syscall.EACCES}, "io_uring connect 10.0.0.1:80 (permission denied)"},
