@@ -242,7 +242,9 @@ verify_check() {
 	wait_event routed ".object == \"packet [${NET6}:2]:7 udp source-routed (operation not permitted)\"" >/dev/null
 
 	# Loopback in the container's own network namespace is not egress.
-	rexec zrouted sh -c 'nc -l -p 7777 >/tmp/got & until netstat -ltn | grep -q ":7777 "; do :; done; echo own | nc -w2 127.0.0.1 7777; wait; cat /tmp/got'
+	# The listener sends: a listener that only reads may see its own stdin
+	# at EOF, shut the connection and end the client before it has sent.
+	rexec zrouted sh -c 'nc -l -p 7777 -e echo own & until netstat -ltn | grep -q ":7777 "; do :; done; nc -w2 127.0.0.1 7777; wait'
 	assert_success
 	assert_eq "$stdout" own
 	verified routed zrouted
