@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -235,14 +234,7 @@ func helperOp(op string, args []string) error {
 		sig, _ := strconv.Atoi(args[1])
 		return sigio(pid, sig)
 	case "sigwatch": // a target that prints the number of each SIGIO, SIGURG, SIGUSR1, SIGPWR it gets
-		ch := make(chan os.Signal, 16)
-		signal.Notify(ch, unix.SIGIO, unix.SIGURG, unix.SIGUSR1, unix.SIGPWR)
-		go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
-		fmt.Println("ready")
-		for s := range ch {
-			fmt.Println(int(s.(syscall.Signal)))
-		}
-		return nil
+		return sigwatch()
 	case "ptrace":
 		// The tracer thread must stay the same for the whole session.
 		runtime.LockOSThread()
@@ -385,6 +377,67 @@ func sigurg(pid int) error {
 		return fmt.Errorf("no urgent data arrived: %d %v", n, err)
 	}
 	return nil
+}
+
+// sigwatchBlocked marks the second run of a sigwatch helper, the one that
+// starts with the watched signals blocked.
+const sigwatchBlocked = "RAUHA_BPF_TEST_SIGWATCH_BLOCKED"
+
+// sigwatch prints the number of each SIGIO, SIGURG, SIGUSR1 and SIGPWR the
+// process gets, in the order the kernel hands them over, so that a test
+// can send SIGPWR as a mark after the signals it looks for.
+//
+// os/signal cannot keep that order: any thread may take a signal, and a
+// thread that dequeued SIGURG can be preempted before the Go runtime
+// queues it while another thread takes a later SIGPWR and has it printed
+// first. Here every thread blocks the watched signals and one signalfd
+// reads them: the kernel hands pending signals over lowest number first,
+// and SIGPWR is the highest watched, so a SIGPWR sent after a watched
+// signal was generated is read after it. A Go program can block signals in
+// every thread only by starting with them blocked (each thread the runtime
+// creates takes the mask it started with), hence the re-execution. SIGURG
+// stays blocked only with asynchronous preemption off, which the test sets.
+func sigwatch() error {
+	var set unix.Sigset_t
+	for _, s := range []unix.Signal{unix.SIGIO, unix.SIGURG, unix.SIGUSR1, unix.SIGPWR} {
+		set.Val[(s-1)/64] |= 1 << ((s - 1) % 64)
+	}
+	if os.Getenv(sigwatchBlocked) == "" {
+		runtime.LockOSThread() // the mask is this thread's, and execve keeps it
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+			return err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		return unix.Exec(exe, os.Args, append(os.Environ(), sigwatchBlocked+"=1"))
+	}
+	fd, err := unix.Signalfd(-1, &set, unix.SFD_CLOEXEC|unix.SFD_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	info := make([]byte, unsafe.Sizeof(unix.SignalfdSiginfo{}))
+	// A signal left pending from before the execution (the first run's
+	// own) was not sent by the test.
+	for {
+		if _, err := unix.Read(fd, info); errors.Is(err, unix.EAGAIN) {
+			break
+		} else if err != nil {
+			return err
+		}
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		return err
+	}
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
+	fmt.Println("ready")
+	for {
+		if _, err := unix.Read(fd, info); err != nil {
+			return err
+		}
+		fmt.Println((*unix.SignalfdSiginfo)(unsafe.Pointer(&info[0])).Signo)
+	}
 }
 
 // packetOp sends one datagram whose real destination the address passed
@@ -720,7 +773,8 @@ type sigWatcher struct {
 
 // watch starts a sigwatch helper; it is stopped when the test ends. The
 // Go runtime's own SIGURG (asynchronous preemption) is switched off so
-// that every SIGURG it reports came from outside.
+// that the helper can block SIGURG and every SIGURG it reports came from
+// outside.
 func (w workload) watch(t *testing.T) *sigWatcher {
 	t.Helper()
 	cmd := w.command(t, "sigwatch")
@@ -740,11 +794,28 @@ func (w workload) watch(t *testing.T) *sigWatcher {
 	return s
 }
 
+// TestSigwatchMark: every signal pending before the mark is reported
+// before it, however the watcher's threads are scheduled. A watcher whose
+// threads take the signals themselves fails this within a few hundred
+// rounds, hence the count.
+func TestSigwatchMark(t *testing.T) {
+	w := workload{}.watch(t)
+	sigs := []unix.Signal{unix.SIGUSR1, unix.SIGURG, unix.SIGIO}
+	for i := range 2000 {
+		sig := sigs[i%len(sigs)]
+		if err := unix.Kill(w.pid, sig); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.received(t); !slices.Equal(got, []int{int(sig)}) {
+			t.Fatalf("round %d: received %v, want [%d]", i, got, sig)
+		}
+	}
+}
+
 // received returns the signals that reached the watcher since the last
 // call. A signal the kernel generated for it is pending before the sending
-// syscall returns; the test's own SIGPWR, sent now, is handled after every
-// lower-numbered signal already pending (the Go runtime hands them over in
-// signal-number order), so it marks the end.
+// syscall returns; the test's own SIGPWR, sent now, is read after every
+// lower-numbered signal already pending (see sigwatch), so it marks the end.
 func (s *sigWatcher) received(t *testing.T) []int {
 	t.Helper()
 	if err := unix.Kill(s.pid, unix.SIGPWR); err != nil {
