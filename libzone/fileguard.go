@@ -649,7 +649,7 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 	}
 	// masked: a denied directory must be covered by the empty tmpfs (a
 	// read-only mount alone leaves its names, and sockets, reachable).
-	check := func(label string, paths []string, masked bool) {
+	check := func(label string, paths []string, masked bool, routes []string) {
 		if len(paths) == 0 {
 			return
 		}
@@ -672,12 +672,17 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 			r.Add(name+": "+label, true, "read-only mounts on %s", strings.Join(paths, ", "))
 		}
 	}
-	check("read-only paths", readOnly, false)
+	check("read-only paths", readOnly, false, routes)
 	var deny []string
 	for _, d := range fs.Deny {
 		if d != "/" {
 			deny = append(deny, d)
 		}
 	}
-	check("denied paths", append(deny, deniedLinks(cfg)...), true)
+	if len(deny) > 0 && !handlesDenied(cfg) && keepsCap(cfg, p, "CAP_DAC_READ_SEARCH") {
+		// A member created before the zone had deny rules (a zone
+		// update cannot add a seccomp rule to running processes).
+		routes = append(slices.Clone(routes), "open_by_handle_at is not denied and the member holds CAP_DAC_READ_SEARCH: a file handle reaches a denied inode past every mount (recreate the container)")
+	}
+	check("denied paths", append(deny, deniedLinks(cfg)...), true, routes)
 }

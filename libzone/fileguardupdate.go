@@ -199,12 +199,30 @@ func held(mounts []*mountinfo.Info, q string, masked bool, pid int) bool {
 	return m != nil && mountHas(m, "ro") && (!masked || m.FSType == "tmpfs" || !isDirIn(pid, q))
 }
 
-// handlesDenied reports whether the member's seccomp filter denies
-// open_by_handle_at (guardFiles adds that rule in zones with deny rules).
+// handlesDenied reports whether the member's seccomp filter refuses
+// open_by_handle_at: guardFiles adds a rule in zones with deny rules, and a
+// profile may refuse it by its default action.
 func handlesDenied(cfg *configs.Config) bool {
-	return cfg.Seccomp != nil && slices.ContainsFunc(cfg.Seccomp.Syscalls, func(sc *configs.Syscall) bool {
-		return sc.Name == "open_by_handle_at" && sc.Action == configs.Errno
-	})
+	s := cfg.Seccomp
+	if s == nil {
+		return false
+	}
+	passes := func(a configs.Action) bool {
+		return a == configs.Allow || a == configs.Log || a == configs.Notify || a == configs.Trace
+	}
+	refused := !passes(s.DefaultAction)
+	for _, sc := range s.Syscalls {
+		if sc.Name != "open_by_handle_at" {
+			continue
+		}
+		if passes(sc.Action) {
+			return false // allowed, maybe only for some arguments
+		}
+		if len(sc.Args) == 0 {
+			refused = true
+		}
+	}
+	return refused
 }
 
 // mountInMember makes ops in the mount namespace nsfd, whose root root is

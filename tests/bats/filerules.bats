@@ -644,3 +644,45 @@ late_bundle() {
 	rrun rt zone verify ring
 	assert_success
 }
+
+@test "zone update: a running member the new mounts cannot reach is named, and verify fails it" {
+	# With rootfsPropagation "shared" the container's root is a peer of the
+	# host's mounts: a mount made on it would appear on the host too.
+	attack_bundle z1
+	attack_bundle z2
+	cfg z1 '.linux.rootfsPropagation = "shared"'
+	for b in z1 z2; do
+		echo secret >"$(bundle_dir $b)/rootfs/data/secret"
+	done
+	in_zone z1 shared "$(policy shared <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	in_zone z2 shared
+	run_ct c1 z1
+	run_ct c2 z2
+	rrun rt zone update shared --policy "$(policy shared2 <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow", "/data/secret"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "zone shared is updated, but its new file rules do not hold in running containers"
+	assert_match "$stderr" "container c1: /data/secret is on a shared mount \(/\)"
+	if [[ $stderr == *"container c2"* ]]; then
+		fail "c2 was guarded, yet the error names it: $stderr"
+	fi
+	if grep -F "$(bundle_dir z1)/rootfs" /proc/self/mountinfo; then
+		fail "a mount of the update reached the host"
+	fi
+	# The other member holds the rule; the store has the new policy.
+	rexec c2 cat /data/secret
+	assert_failure 1
+	assert_match "$stderr" "Permission denied"
+	rrun rt zone verify shared --format json
+	assert_failure 1
+	jqe 'any(.checks[]; .name == "container c2: denied paths" and .passed) and
+		any(.checks[]; .name == "container c1: denied paths" and (.passed | not) and (.detail | test("/data/secret: no mount")))' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
+}
