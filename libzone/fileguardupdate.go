@@ -110,24 +110,27 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	}
 	links := deniedLinks(&cfg)
 
-	mounts, err := mountsOf(m.Pid)
-	if err != nil {
-		return fmt.Errorf("read its mounts: %w", err)
+	// Everything read from /proc first, then the init checked: the pid
+	// was not reused meanwhile, so it is all the container's. A member
+	// whose init has gone (deleted meanwhile) has nothing to guard.
+	mounts, errMounts := mountsOf(m.Pid)
+	nsfd, errNS := unix.Open("/proc/"+strconv.Itoa(m.Pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if errNS == nil {
+		defer unix.Close(nsfd)
 	}
-	nsfd, err := unix.Open("/proc/"+strconv.Itoa(m.Pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open its mount namespace: %w", err)
+	root, errRoot := unix.Open(procRoot(m.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errRoot == nil {
+		defer unix.Close(root)
 	}
-	defer unix.Close(nsfd)
-	root, err := unix.Open(procRoot(m.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open its root: %w", err)
-	}
-	defer unix.Close(root)
-	// Both opened: the pid is still the init's (not reused), so they are
-	// the container's.
-	if !initAlive(m.Pid, m.StartTime) {
-		return errors.New("its init exited meanwhile")
+	switch {
+	case !initAlive(m.Pid, m.StartTime):
+		return nil
+	case errMounts != nil:
+		return fmt.Errorf("read its mounts: %w", errMounts)
+	case errNS != nil:
+		return fmt.Errorf("open its mount namespace: %w", errNS)
+	case errRoot != nil:
+		return fmt.Errorf("open its root: %w", errRoot)
 	}
 
 	var ops []guardOp

@@ -146,9 +146,12 @@ func TestGuardRunning(t *testing.T) {
 	if after := mounts(); after != before {
 		t.Errorf("a second update made %d mounts", after-before)
 	}
-	// A member whose init is gone is named, not guarded.
+	// A pid that is no longer the member's init (reused) is left alone.
 	m.StartTime++
-	if err := guardRunning(m, p, p); err == nil || !strings.Contains(err.Error(), "exited") {
+	if err := guardRunning(m, &zone.Policy{}, &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/keep"}}}); err != nil {
 		t.Errorf("a reused pid: %v", err)
+	}
+	if err := openIn("/keep", unix.O_RDWR); err != nil {
+		t.Errorf("a reused pid was guarded: open /keep: %v", err)
 	}
 }

@@ -287,14 +287,17 @@ func (e *Engine) guardMembers(enf Enforcer, old *zone.Policy, rz *ResolvedZone) 
 			continue
 		}
 		st, err := c.lc.State()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
-			continue
+		status := libcontainer.Stopped
+		if err == nil {
+			status, err = c.lc.Status()
 		}
-		if status, err := c.lc.Status(); err != nil {
-			errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
-			continue
-		} else if status == libcontainer.Stopped {
+		if err != nil {
+			if ok, errExists := e.exists(m.ID); ok || errExists != nil {
+				errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
+			}
+			continue // else deleted meanwhile
+		}
+		if status == libcontainer.Stopped {
 			continue // no process: a restart is a new create
 		}
 		cfg := c.Config()
