@@ -11,8 +11,12 @@ package libzone
 //   - a read_only path gets a read-only recursive copy of itself (at create:
 //     a read-only bind, bind mounts beneath it read-only; Landlock refused
 //     writes to the rest): writes, metadata changes, creation and removal
-//     beneath it fail with EROFS. A read_only "/" makes the root and the
-//     container's bind mounts read-only in place, as at create.
+//     beneath it fail with EROFS.
+//   - writable_paths (or a read_only "/"), as at create: each writable path
+//     on the rootfs gets a copy of itself, then the root and the bind
+//     mounts outside the writable paths are made read-only where they are.
+//     The kernel refuses that while a file on the mount is open for
+//     writing (EBUSY): the member is named then.
 //   - a denied directory is covered with the empty read-only tmpfs, as at
 //     create: nothing beneath it has a name (ENOENT).
 //   - a denied file, and the other names its inode has in the image (found
@@ -24,7 +28,7 @@ package libzone
 //     its own tmpfs) and the null device on it.
 //
 // Rules an update removes keep their mounts until the container is
-// recreated: stricter than the stored policy is safe, and the Landlock
+// recreated (a writable path added later stays read-only in it): stricter than the stored policy is safe, and the Landlock
 // domains of the running processes keep the old rules anyway.
 //
 // The mounts are made from a locked OS thread that leaves the host's file
@@ -75,10 +79,11 @@ type guardOp struct {
 type guardKind int
 
 const (
-	guardReadOnly guardKind = iota // a read-only recursive copy of itself
-	guardRoot                      // the root and the bind mounts read-only in place
-	guardMaskDir                   // the empty read-only tmpfs
-	guardNull                      // the null device, read-only and nodev
+	guardReadOnly     guardKind = iota // a read-only recursive copy of itself
+	guardKeepWritable                  // a copy of itself, writable under a read-only root
+	guardInPlace                       // the mount there made read-only (the root, a bind)
+	guardMaskDir                       // the empty read-only tmpfs
+	guardNull                          // the null device, read-only and nodev
 )
 
 // guardRunning makes in member m the mounts that hold policy p's read_only
@@ -87,7 +92,11 @@ const (
 // m's processes where m was created with them).
 func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	fs := p.Filesystem
-	if len(fs.ReadOnly)+len(fs.Deny) == 0 {
+	var writable []string
+	if w := fs.WritablePaths; w != nil && !slices.Contains(*w, "/") {
+		writable = *w
+	}
+	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
 		return nil
 	}
 	var problems []string
@@ -105,10 +114,24 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	}
 	cfg.Labels = slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool { return strings.HasPrefix(l, deniedLinksLabel+"=") })
 	cfg.ReadonlyPaths, cfg.MaskPaths = nil, nil
-	if err := guardFiles(&zone.Policy{Filesystem: zone.Filesystem{ReadOnly: fs.ReadOnly, Deny: fs.Deny}}, &cfg); err != nil {
+	if err := guardFiles(&zone.Policy{Filesystem: fs}, &cfg); err != nil {
 		return err
 	}
 	links := deniedLinks(&cfg)
+	// The writable paths on the rootfs that create binds onto themselves,
+	// judged on the member's own mounts.
+	var keep []*configs.Mount
+	if writable != nil {
+		rootfs, err := unix.Open(m.Config.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open rootfs %s: %w", m.Config.Rootfs, err)
+		}
+		keep, err = writableBinds(rootfs, m.Config, writable)
+		unix.Close(rootfs)
+		if err != nil {
+			return err
+		}
+	}
 
 	// Everything read from /proc first, then the init checked: the pid
 	// was not reused meanwhile, so it is all the container's. A member
@@ -134,13 +157,23 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	}
 
 	var ops []guardOp
-	for _, r := range fs.ReadOnly {
-		if held(mounts, r, false, m.Pid) {
-			continue
+	// A read-only root (read_only "/", or writable_paths): as at create,
+	// the writable paths on it are first bound onto themselves, then the
+	// root and the bind mounts outside the writable paths are made
+	// read-only where they are.
+	if (writable != nil || slices.Contains(fs.ReadOnly, "/")) && !held(mounts, "/", false, m.Pid) {
+		for _, b := range keep {
+			ops = append(ops, guardOp{b.Destination, guardKeepWritable})
 		}
-		if r == "/" {
-			ops = append(ops, guardOp{"/", guardRoot})
-		} else {
+		ops = append(ops, guardOp{"/", guardInPlace})
+		for _, b := range m.Config.Mounts {
+			if b.IsBind() && !underWritable(b.Destination, writable) {
+				ops = append(ops, guardOp{b.Destination, guardInPlace})
+			}
+		}
+	}
+	for _, r := range fs.ReadOnly {
+		if r != "/" && !held(mounts, r, false, m.Pid) {
 			ops = append(ops, guardOp{r, guardReadOnly})
 		}
 	}
@@ -185,7 +218,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		ops = append(ops, guardOp{d, guardNull})
 	}
 	if len(ops) > 0 {
-		if err := mountInMember(nsfd, root, mounts, &cfg, ops); err != nil {
+		if err := mountInMember(nsfd, root, mounts, ops); err != nil {
 			return err
 		}
 	}
@@ -232,7 +265,7 @@ func handlesDenied(cfg *configs.Config) bool {
 // (opened from the host through /proc). Each target is resolved in root
 // before the namespace is entered; the sources from the host are detached
 // mounts made here.
-func mountInMember(nsfd, root int, mounts []*mountinfo.Info, cfg *configs.Config, ops []guardOp) error {
+func mountInMember(nsfd, root int, mounts []*mountinfo.Info, ops []guardOp) error {
 	type prepared struct {
 		op     guardOp
 		target int
@@ -248,50 +281,38 @@ func mountInMember(nsfd, root int, mounts []*mountinfo.Info, cfg *configs.Config
 		}
 	}()
 	for _, op := range ops {
-		var targets []string
-		if op.kind == guardRoot {
-			targets = append(targets, "/")
-			for _, m := range cfg.Mounts {
-				if m.IsBind() {
-					targets = append(targets, m.Destination)
-				}
-			}
-		} else {
-			targets = []string{op.path}
+		fd, err := openIn(root, strings.TrimPrefix(path.Clean(op.path), "/"))
+		if errors.Is(err, unix.ENOENT) && op.kind != guardNull && op.kind != guardMaskDir {
+			continue // as at create: a missing read_only or writable path is skipped (Landlock kept it from being made)
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", op.path, err)
 		}
-		for _, t := range targets {
-			fd, err := openIn(root, strings.TrimPrefix(path.Clean(t), "/"))
-			if errors.Is(err, unix.ENOENT) && op.kind == guardReadOnly {
-				continue // as at create: a missing read_only path is skipped (Landlock kept it from being made)
-			} else if err != nil {
-				return fmt.Errorf("%s: %w", t, err)
-			}
-			p := prepared{op: guardOp{t, op.kind}, target: fd, source: -1}
-			todo = append(todo, p)
-			if op.kind == guardRoot {
-				continue // changed in place: nothing propagates
-			}
-			if err := notShared(fd, mounts, t); err != nil {
-				return err
-			}
-			switch op.kind {
-			case guardMaskDir:
-				todo[len(todo)-1].source, err = emptyTmpfs()
-			case guardNull:
-				todo[len(todo)-1].source, err = nullDevice()
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", t, err)
-			}
+		todo = append(todo, prepared{op: op, target: fd, source: -1})
+		if op.kind == guardInPlace {
+			continue // changed where it is: nothing new to propagate
+		}
+		if err := notShared(fd, mounts, op.path); err != nil {
+			return err
+		}
+		switch op.kind {
+		case guardMaskDir:
+			todo[len(todo)-1].source, err = emptyTmpfs()
+		case guardNull:
+			todo[len(todo)-1].source, err = nullDevice()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", op.path, err)
 		}
 	}
+	// One mount that fails does not keep the others from being made.
 	return inMountNS(nsfd, func() error {
+		var errs []error
 		for _, p := range todo {
 			if err := mountOne(p.op, p.target, p.source); err != nil {
-				return fmt.Errorf("%s: %w", p.op.path, err)
+				errs = append(errs, fmt.Errorf("%s: %w", p.op.path, err))
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	})
 }
 
@@ -300,20 +321,25 @@ func mountOne(op guardOp, target, source int) error {
 	const onto = unix.MOVE_MOUNT_F_EMPTY_PATH | unix.MOVE_MOUNT_T_EMPTY_PATH
 	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	switch op.kind {
-	case guardRoot:
-		if err := unix.MountSetattr(target, "", unix.AT_EMPTY_PATH, ro); err != nil {
+	case guardInPlace:
+		err := unix.MountSetattr(target, "", unix.AT_EMPTY_PATH, ro)
+		if errors.Is(err, unix.EBUSY) {
+			return errors.New("make the mount read-only: a process of the container has a file open for writing on it")
+		} else if err != nil {
 			return fmt.Errorf("make the mount read-only: %w", err)
 		}
 		return nil
-	case guardReadOnly:
-		// Cloned in the namespace: a mount of another namespace cannot be.
+	case guardReadOnly, guardKeepWritable:
+		// Copied in the namespace: a mount of another namespace cannot be.
 		clone, err := unix.OpenTree(target, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 		if err != nil {
 			return fmt.Errorf("copy the mount: %w", err)
 		}
 		defer unix.Close(clone)
-		if err := unix.MountSetattr(clone, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro); err != nil {
-			return fmt.Errorf("make the copy read-only: %w", err)
+		if op.kind == guardReadOnly {
+			if err := unix.MountSetattr(clone, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro); err != nil {
+				return fmt.Errorf("make the copy read-only: %w", err)
+			}
 		}
 		source = clone
 	}

@@ -47,7 +47,7 @@ func TestGuardRunning(t *testing.T) {
 		t.Skip("needs root (mounts)")
 	}
 	dir := t.TempDir()
-	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep"} {
+	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep", "w/file": "w"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -146,12 +146,46 @@ func TestGuardRunning(t *testing.T) {
 	if after := mounts(); after != before {
 		t.Errorf("a second update made %d mounts", after-before)
 	}
+	// writable_paths: the root becomes read-only, /w stays writable. Not
+	// while a file on the root is open for writing: the member is named.
+	w := &zone.Policy{Filesystem: zone.Filesystem{WritablePaths: &[]string{"/w"}}}
+	fd := -1
+	if err := in(func() (err error) { fd, err = unix.Open("/keep", unix.O_WRONLY|unix.O_CLOEXEC, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := guardRunning(m, p, w); err == nil || !strings.Contains(err.Error(), "open for writing") {
+		t.Errorf("a file open for writing on the root: %v", err)
+	}
+	if err := in(func() error { return unix.Close(fd) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := guardRunning(m, p, w); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path  string
+		flags int
+		want  error
+	}{
+		{"/keep", unix.O_WRONLY, unix.EROFS},
+		{"/new", unix.O_WRONLY | unix.O_CREAT, unix.EROFS},
+		{"/w/file", unix.O_WRONLY, nil},
+		{"/w/new", unix.O_WRONLY | unix.O_CREAT, nil},
+	} {
+		if err := openIn(tc.path, tc.flags); !errors.Is(err, tc.want) && err != tc.want {
+			t.Errorf("writable_paths: open %s in the member: %v, want %v", tc.path, err, tc.want)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("host"), 0o644); err != nil {
+		t.Errorf("host: %v", err)
+	}
+
 	// A pid that is no longer the member's init (reused) is left alone.
 	m.StartTime++
 	if err := guardRunning(m, &zone.Policy{}, &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/keep"}}}); err != nil {
 		t.Errorf("a reused pid: %v", err)
 	}
-	if err := openIn("/keep", unix.O_RDWR); err != nil {
+	if err := openIn("/keep", unix.O_RDONLY); err != nil {
 		t.Errorf("a reused pid was guarded: open /keep: %v", err)
 	}
 }

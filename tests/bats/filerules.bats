@@ -686,3 +686,41 @@ late_bundle() {
 		any(.checks[]; .name == "container c1: denied paths" and (.passed | not) and (.detail | test("/data/secret: no mount")))' <<<"$stdout" >/dev/null ||
 		fail "verify: $stdout"
 }
+
+@test "zone update: writable_paths make the root read-only under a process already running" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if echo w >>/srv/ro/file; then echo "$i root=ok"; else echo "$i root=fail"; fi
+		if echo w >>/tmp/f; then echo "$i tmp=ok"; else echo "$i tmp=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	attack_bundle r sh -c "$script"
+	attack_bundle z sh -c "$script"
+	in_zone z wupd "$(policy wupd <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	runc_run plain r
+	run_ct zoned z
+	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	for b in plain zoned; do
+		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
+		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 root=ok\n0 tmp=ok\n0 done'
+	done
+
+	rrun rt zone update wupd --policy "$(policy wupd2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	assert_success
+	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 root=ok\n1 tmp=ok\n1 done'
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 root=fail\n1 tmp=ok\n1 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't create /srv/ro/file: Read-only file system"
+	assert_eq "$(cat "$(bundle_dir z)/rootfs/tmp/f")" $'w\nw'
+	wait_event wupd '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
+	check_passed wupd "container zoned: read-only paths"
+}
