@@ -92,9 +92,12 @@ const (
 // m's processes where m was created with them).
 func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	fs := p.Filesystem
+	// A root read-only but for the writable paths (an empty list: nothing
+	// writable).
+	roRoot := fs.WritablePaths != nil && !slices.Contains(*fs.WritablePaths, "/")
 	var writable []string
-	if w := fs.WritablePaths; w != nil && !slices.Contains(*w, "/") {
-		writable = *w
+	if roRoot {
+		writable = *fs.WritablePaths
 	}
 	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
 		return nil
@@ -121,7 +124,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	// The writable paths on the rootfs that create binds onto themselves,
 	// judged on the member's own mounts.
 	var keep []*configs.Mount
-	if writable != nil {
+	if roRoot {
 		rootfs, err := unix.Open(m.Config.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("open rootfs %s: %w", m.Config.Rootfs, err)
@@ -160,15 +163,33 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	// A read-only root (read_only "/", or writable_paths): as at create,
 	// the writable paths on it are first bound onto themselves, then the
 	// root and the bind mounts outside the writable paths are made
-	// read-only where they are.
-	if (writable != nil || slices.Contains(fs.ReadOnly, "/")) && !held(mounts, "/", false, m.Pid) {
-		for _, b := range keep {
-			ops = append(ops, guardOp{b.Destination, guardKeepWritable})
+	// read-only where they are; and so is what a path the update takes
+	// from writable_paths has on it (the copy an earlier update made, a
+	// bind), unless a mount of another kind the container was given (a
+	// tmpfs) decides, as at create.
+	if roRoot || slices.Contains(fs.ReadOnly, "/") {
+		if !held(mounts, "/", false, m.Pid) {
+			for _, b := range keep {
+				ops = append(ops, guardOp{b.Destination, guardKeepWritable})
+			}
+			ops = append(ops, guardOp{"/", guardInPlace})
 		}
-		ops = append(ops, guardOp{"/", guardInPlace})
+		readOnly := func(q string) {
+			if t := topMount(mounts, q); t != nil && !mountHas(t, "ro") {
+				ops = append(ops, guardOp{q, guardInPlace})
+			}
+		}
 		for _, b := range m.Config.Mounts {
 			if b.IsBind() && !underWritable(b.Destination, writable) {
-				ops = append(ops, guardOp{b.Destination, guardInPlace})
+				readOnly(b.Destination)
+			}
+		}
+		if w := old.Filesystem.WritablePaths; w != nil {
+			for _, q := range *w {
+				own := slices.ContainsFunc(m.Config.Mounts, func(c *configs.Mount) bool { return !c.IsBind() && path.Clean(c.Destination) == path.Clean(q) })
+				if !underWritable(q, writable) && !own {
+					readOnly(q)
+				}
 			}
 		}
 	}

@@ -179,6 +179,14 @@ func TestGuardRunning(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "keep"), []byte("host"), 0o644); err != nil {
 		t.Errorf("host: %v", err)
 	}
+	// An update that takes /w from writable_paths makes its copy
+	// read-only.
+	if err := guardRunning(m, w, &zone.Policy{Filesystem: zone.Filesystem{WritablePaths: &[]string{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := openIn("/w/file", unix.O_WRONLY); !errors.Is(err, unix.EROFS) {
+		t.Errorf("writable_paths narrowed: open /w/file in the member: %v, want EROFS", err)
+	}
 
 	// A pid that is no longer the member's init (reused) is left alone.
 	m.StartTime++
