@@ -159,45 +159,12 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		return fmt.Errorf("open its root: %w", errRoot)
 	}
 
+	// In this order: the masks of denied paths first, so that the
+	// read-only copies of read_only and writable paths above them copy
+	// them along (a mount made beneath a path after its copy is attached
+	// would be hidden under the copy), then the copies, then the mounts
+	// made read-only where they are.
 	var ops []guardOp
-	// A read-only root (read_only "/", or writable_paths): as at create,
-	// the writable paths on it are first bound onto themselves, then the
-	// root and the bind mounts outside the writable paths are made
-	// read-only where they are; and so is what a path the update takes
-	// from writable_paths has on it (the copy an earlier update made, a
-	// bind), unless a mount of another kind the container was given (a
-	// tmpfs) decides, as at create.
-	if roRoot || slices.Contains(fs.ReadOnly, "/") {
-		if !held(mounts, "/", false, m.Pid) {
-			for _, b := range keep {
-				ops = append(ops, guardOp{b.Destination, guardKeepWritable})
-			}
-			ops = append(ops, guardOp{"/", guardInPlace})
-		}
-		readOnly := func(q string) {
-			if t := topMount(mounts, q); t != nil && !mountHas(t, "ro") {
-				ops = append(ops, guardOp{q, guardInPlace})
-			}
-		}
-		for _, b := range m.Config.Mounts {
-			if b.IsBind() && !underWritable(b.Destination, writable) {
-				readOnly(b.Destination)
-			}
-		}
-		if w := old.Filesystem.WritablePaths; w != nil {
-			for _, q := range *w {
-				own := slices.ContainsFunc(m.Config.Mounts, func(c *configs.Mount) bool { return !c.IsBind() && path.Clean(c.Destination) == path.Clean(q) })
-				if !underWritable(q, writable) && !own {
-					readOnly(q)
-				}
-			}
-		}
-	}
-	for _, r := range fs.ReadOnly {
-		if r != "/" && !held(mounts, r, false, m.Pid) {
-			ops = append(ops, guardOp{r, guardReadOnly})
-		}
-	}
 	for _, d := range append(slices.Clone(fs.Deny), links...) {
 		if d == "/" {
 			continue // as at create: Landlock denies it all, nothing would run
@@ -237,6 +204,44 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 			continue
 		}
 		ops = append(ops, guardOp{d, guardNull})
+	}
+	for _, r := range fs.ReadOnly {
+		if r != "/" && !held(mounts, r, false, m.Pid) {
+			ops = append(ops, guardOp{r, guardReadOnly})
+		}
+	}
+	// A read-only root (read_only "/", or writable_paths): as at create,
+	// the writable paths on it are first bound onto themselves, then the
+	// root and the bind mounts outside the writable paths are made
+	// read-only where they are; and so is what a path the update takes
+	// from writable_paths has on it (the copy an earlier update made, a
+	// bind), unless a mount of another kind the container was given (a
+	// tmpfs) decides, as at create.
+	if roRoot || slices.Contains(fs.ReadOnly, "/") {
+		if !held(mounts, "/", false, m.Pid) {
+			for _, b := range keep {
+				ops = append(ops, guardOp{b.Destination, guardKeepWritable})
+			}
+			ops = append(ops, guardOp{"/", guardInPlace})
+		}
+		readOnly := func(q string) {
+			if t := topMount(mounts, q); t != nil && !mountHas(t, "ro") {
+				ops = append(ops, guardOp{q, guardInPlace})
+			}
+		}
+		for _, b := range m.Config.Mounts {
+			if b.IsBind() && !underWritable(b.Destination, writable) {
+				readOnly(b.Destination)
+			}
+		}
+		if w := old.Filesystem.WritablePaths; w != nil {
+			for _, q := range *w {
+				own := slices.ContainsFunc(m.Config.Mounts, func(c *configs.Mount) bool { return !c.IsBind() && path.Clean(c.Destination) == path.Clean(q) })
+				if !underWritable(q, writable) && !own {
+					readOnly(q)
+				}
+			}
+		}
 	}
 	if len(ops) > 0 {
 		if err := mountInMember(nsfd, root, mounts, ops); err != nil {

@@ -47,7 +47,7 @@ func TestGuardRunning(t *testing.T) {
 		t.Skip("needs root (mounts)")
 	}
 	dir := t.TempDir()
-	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep", "w/file": "w"} {
+	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep", "w/file": "w", "ro2/secret": "secret"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -98,8 +98,10 @@ func TestGuardRunning(t *testing.T) {
 
 	m := RunningMember{ID: "t", Pid: tid, StartTime: startTime(t, tid), Config: &configs.Config{Rootfs: dir}}
 	p := &zone.Policy{Filesystem: zone.Filesystem{
-		ReadOnly: []string{"/ro"},
-		Deny:     []string{"/secret", "/d", "/none/x"},
+		ReadOnly: []string{"/ro", "/ro2"},
+		// A denied file below a read_only path: its mask must be in the
+		// read-only copy, not hidden under it.
+		Deny: []string{"/secret", "/d", "/none/x", "/ro2/secret"},
 	}}
 	if err := guardRunning(m, &zone.Policy{}, p); err != nil {
 		t.Fatal(err)
@@ -115,6 +117,8 @@ func TestGuardRunning(t *testing.T) {
 		{"/ro/file", unix.O_WRONLY, unix.EROFS},
 		{"/ro/new", unix.O_WRONLY | unix.O_CREAT, unix.EROFS},
 		{"/none/x", unix.O_RDONLY, unix.EACCES},
+		{"/ro2/secret", unix.O_RDONLY, unix.EACCES},
+		{"/ro2/new", unix.O_WRONLY | unix.O_CREAT, unix.EROFS},
 		{"/keep", unix.O_RDWR, nil},
 	} {
 		if err := openIn(tc.path, tc.flags); !errors.Is(err, tc.want) && err != tc.want {
