@@ -724,3 +724,56 @@ late_bundle() {
 	wait_event wupd '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
 	check_passed wupd "container zoned: read-only paths"
 }
+
+@test "zone update: new deny and read_only paths hold in a running container with a user namespace" {
+	requires userns
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if read -r l </data/secret; then echo "$i secret=$l"; else echo "$i secret=fail"; fi
+		if echo w >>/srv/ro/file; then echo "$i write=ok"; else echo "$i write=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	local b d
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		echo secret >"$(bundle_dir $b)/rootfs/data/secret"
+		cfg $b '.linux.namespaces += [{type: "user"}]
+			| .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+			| .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+			| .mounts |= map(select(.destination != "/sys/fs/cgroup" and .destination != "/sys"))'
+		chown -R 100000:100000 "$(bundle_dir $b)/rootfs"
+	done
+	d=$BATS_TEST_TMPDIR
+	while [[ $d != / && $d != /tmp ]]; do
+		chmod o+x "$d"
+		d=$(dirname "$d")
+	done
+	in_zone z usr "$(policy usr <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	runc_run plain r
+	run_ct zoned z
+	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	for b in plain zoned; do
+		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
+		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 secret=secret\n0 write=ok\n0 done'
+	done
+	rrun rt zone update usr --policy "$(policy usr2 <<-'EOF'
+		[filesystem]
+		read_only = ["/srv/ro"]
+		deny = ["/etc/shadow", "/data/secret"]
+	EOF
+	)"
+	assert_success
+	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 secret=secret\n1 write=ok\n1 done'
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 secret=fail\n1 write=fail\n1 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" $'sh: can\'t open /data/secret: Permission denied\nsh: can\'t create /srv/ro/file: Read-only file system'
+	# Root of the user namespace holds no CAP_SYS_ADMIN here either.
+	rexec zoned umount /data/secret
+	assert_failure
+	check_passed usr "container zoned: denied paths"
+	check_passed usr "container zoned: read-only paths"
+}
