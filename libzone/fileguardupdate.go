@@ -28,8 +28,9 @@ package libzone
 //     its own tmpfs) and the null device on it.
 //
 // Rules an update removes keep their mounts until the container is
-// recreated (a writable path added later stays read-only in it): stricter than the stored policy is safe, and the Landlock
-// domains of the running processes keep the old rules anyway.
+// recreated, and a path an update adds to writable_paths stays read-only
+// in it: stricter than the stored policy is safe, and the Landlock domains
+// of the running processes keep the old rules anyway.
 //
 // The mounts are made from a locked OS thread that leaves the host's file
 // system context (unshare CLONE_FS) for the member's mount namespace and is
@@ -101,6 +102,9 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	}
 	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
 		return nil
+	}
+	if !initAlive(m.Pid, m.StartTime) {
+		return nil // deleted meanwhile: nothing to guard, nothing to make in its rootfs
 	}
 	var problems []string
 	if len(fs.Deny) > 0 && !handlesDenied(m.Config) && keepsCap(m.Config, p, "CAP_DAC_READ_SEARCH") {

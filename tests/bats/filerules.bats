@@ -3,7 +3,8 @@
 # changes (chmod, chown, utimensat, setxattr), other names of a denied inode
 # (a hard link in the image, a new hard link, a file handle), renaming and
 # removing a denied file, unix sockets in a denied directory, and a file
-# created at a denied path after start. Each attack
+# created at a denied path after start, and a zone update that adds rules
+# under processes already running. Each attack
 # first succeeds under plain runc with the same bundle, then the zone denies
 # it (errno), the denial is an event where the mechanism gives one, and
 # verify checks the mounts that hold the rules.
