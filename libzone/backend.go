@@ -300,6 +300,22 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 	return nil
 }
 
+// GuardRunning makes the fallback's file rule mounts in running members
+// (fileguardupdate.go); on bpf-lsm the deny and read_only lists are inode
+// lists the hooks judge for every process at once.
+func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMember) error {
+	if ke.k.LSM() {
+		return nil
+	}
+	var errs []error
+	for _, m := range members {
+		if err := guardRunning(m, old, p); err != nil {
+			errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // PrepareProcess wraps p in the Landlock shim when the zone has filesystem,
 // exec or scoping rules (an init on bpf-lsm whose zone has only deny lists:
 // in the shim without a domain, prepareExecReport), and for the init of a

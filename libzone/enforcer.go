@@ -43,6 +43,14 @@ type Enforcer interface {
 	RefreshDenies(z *zone.Zone, members []zone.Container) (DenyPaths, error)
 	// PrepareConfig adjusts a new member's container configuration.
 	PrepareConfig(z *zone.Zone, cfg *configs.Config) error
+	// GuardRunning is called by a zone update with policy p (the meet of
+	// the old and the new one), the zone's policy before (old) and its
+	// members that have a process: a backend that holds file rules with
+	// the containers' mounts (the fallback) makes in each member's mount
+	// namespace those it lacks, so that the rules hold for processes
+	// already running. It returns an error naming each member it could not
+	// guard, after trying every one.
+	GuardRunning(p, old *zone.Policy, members []RunningMember) error
 	// PrepareProcess makes a process of a member start inside the zone's
 	// boundary before its first instruction: the init (initPid 0) and every
 	// exec (initPid is the running container's init). started, when not

@@ -160,6 +160,25 @@ func readOnlyExceptWritable(root int, cfg *configs.Config, writable []string) er
 	if slices.Contains(writable, "/") {
 		return nil
 	}
+	binds, err := writableBinds(root, cfg, writable)
+	if err != nil {
+		return err
+	}
+	for _, m := range cfg.Mounts {
+		if m.IsBind() && !underWritable(m.Destination, writable) {
+			m.Flags |= unix.MS_RDONLY
+		}
+	}
+	// Before every other mount: one beneath a writable path lands on top.
+	cfg.Mounts = append(binds, cfg.Mounts...)
+	cfg.Readonlyfs = true
+	return nil
+}
+
+// writableBinds are the binds onto themselves of the writable paths that
+// are on the rootfs and exist, which keep them writable under a read-only
+// root.
+func writableBinds(root int, cfg *configs.Config, writable []string) ([]*configs.Mount, error) {
 	var binds []*configs.Mount
 	for _, w := range writable {
 		if slices.ContainsFunc(cfg.Mounts, func(m *configs.Mount) bool { return within(w, m.Destination) }) {
@@ -169,12 +188,12 @@ func readOnlyExceptWritable(root int, cfg *configs.Config, writable []string) er
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			continue // Landlock keeps it from being created
 		} else if err != nil {
-			return fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
+			return nil, fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
 		}
 		src, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 		unix.Close(fd)
 		if err != nil {
-			return fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
+			return nil, fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
 		}
 		binds = append(binds, &configs.Mount{
 			Source:      src,
@@ -183,15 +202,13 @@ func readOnlyExceptWritable(root int, cfg *configs.Config, writable []string) er
 			Flags:       unix.MS_BIND | unix.MS_REC,
 		})
 	}
-	for _, m := range cfg.Mounts {
-		if m.IsBind() && !slices.ContainsFunc(writable, func(w string) bool { return within(m.Destination, w) }) {
-			m.Flags |= unix.MS_RDONLY
-		}
-	}
-	// Before every other mount: one beneath a writable path lands on top.
-	cfg.Mounts = append(binds, cfg.Mounts...)
-	cfg.Readonlyfs = true
-	return nil
+	return binds, nil
+}
+
+// underWritable reports whether container path p is, or is below, one of
+// the writable paths.
+func underWritable(p string, writable []string) bool {
+	return slices.ContainsFunc(writable, func(w string) bool { return within(p, w) })
 }
 
 // readOnlyMounts makes p read-only in the container: "/" is the root,
@@ -649,7 +666,7 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 	}
 	// masked: a denied directory must be covered by the empty tmpfs (a
 	// read-only mount alone leaves its names, and sockets, reachable).
-	check := func(label string, paths []string, masked bool) {
+	check := func(label string, paths []string, masked bool, routes []string) {
 		if len(paths) == 0 {
 			return
 		}
@@ -672,12 +689,17 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 			r.Add(name+": "+label, true, "read-only mounts on %s", strings.Join(paths, ", "))
 		}
 	}
-	check("read-only paths", readOnly, false)
+	check("read-only paths", readOnly, false, routes)
 	var deny []string
 	for _, d := range fs.Deny {
 		if d != "/" {
 			deny = append(deny, d)
 		}
 	}
-	check("denied paths", append(deny, deniedLinks(cfg)...), true)
+	if len(deny) > 0 && !handlesDenied(cfg) && keepsCap(cfg, p, "CAP_DAC_READ_SEARCH") {
+		// A member created before the zone had deny rules (a zone
+		// update cannot add a seccomp rule to running processes).
+		routes = append(slices.Clone(routes), "open_by_handle_at is not denied and the member holds CAP_DAC_READ_SEARCH: a file handle reaches a denied inode past every mount (recreate the container)")
+	}
+	check("denied paths", append(deny, deniedLinks(cfg)...), true, routes)
 }

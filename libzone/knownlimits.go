@@ -12,7 +12,7 @@ import (
 // that zone and nothing else.
 const (
 	limitExecInMemory  = "exec: code an allowed program makes in memory (JITs, anonymous executable memory, /proc/self/mem) is not judged, and an interpreter reading a script (sh /tmp/x.sh) is allowed"
-	limitUpdateDomain  = "zone update: a running process's Landlock domain cannot change, so new filesystem and exec rules reach processes started afterwards only"
+	limitUpdateDomain  = "zone update: a running process's Landlock domain cannot change, so new exec rules reach processes started afterwards only; new deny, read_only and writable_paths rules reach running containers as mounts (a file opened, or a directory entered, before the update stays reachable through that descriptor)"
 	limitUpdateAllow   = "zone update: writable_paths, read_only and exec.allow are a Landlock domain that cannot change in a running process: new ones reach processes started afterwards only (the deny lists change at once)"
 	limitUpdateAtStart = "zone update: capabilities and syscalls.deny are set in each process when it starts (the kernel cannot loosen a running seccomp filter or give capabilities back): new ones reach containers created afterwards"
 	limitSignalGrant   = "signals.allowed_zones: a Landlock-scoped domain cannot signal outside itself, so the list grants nothing on this backend"

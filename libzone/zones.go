@@ -3,6 +3,8 @@ package libzone
 import (
 	"context"
 
+	"github.com/opencontainers/runc/libcontainer"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/rauha-runtime/rauha/bpf"
@@ -236,6 +238,12 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if err := e.push(enf, interim, names); err != nil {
 		return nil, err
 	}
+	// The mounts that hold file rules on the fallback are part of what the
+	// kernel holds: they are made for the meet too, before the store names
+	// the new rules. A member that cannot be guarded does not stop the
+	// update (the others, and every new container, get the stricter
+	// rules); it is named at the end, and verify fails it.
+	guardErr := e.guardMembers(enf, &old.Policy, interim)
 	z := *old
 	z.Policy, z.Learning, z.PolicySource = asked.Policy, asked.Learning, source
 	var next *ResolvedZone
@@ -252,7 +260,53 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 	if err := e.push(enf, next, names); err != nil {
 		return nil, fmt.Errorf("%w (the kernel holds a policy at least as strict as both; 'rauha zone reconcile' retries)", err)
 	}
+	if guardErr != nil {
+		return &z, fmt.Errorf("zone %s is updated, but its new file rules do not hold in running containers ('rauha zone verify %s' fails them; recreate them, or remove the cause and run the update again): %w", name, name, guardErr)
+	}
 	return &z, nil
+}
+
+// guardMembers has the enforcer make, in the members of rz that have a
+// process, the mounts that hold rz's file rules (fileguardupdate.go); old
+// is the policy the zone had.
+func (e *Engine) guardMembers(enf Enforcer, old *zone.Policy, rz *ResolvedZone) error {
+	fs := rz.Policy.Filesystem
+	if len(fs.ReadOnly)+len(fs.Deny) == 0 {
+		return nil
+	}
+	var (
+		running []RunningMember
+		errs    []error
+	)
+	for _, m := range rz.Members {
+		c, err := e.Load(m.ID)
+		if errors.Is(err, ErrNotExist) {
+			continue // deleted meanwhile
+		} else if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		st, err := c.lc.State()
+		status := libcontainer.Stopped
+		if err == nil {
+			status, err = c.lc.Status()
+		}
+		if err != nil {
+			if ok, errExists := e.exists(m.ID); ok || errExists != nil {
+				errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
+			}
+			continue // else deleted meanwhile
+		}
+		if status == libcontainer.Stopped {
+			continue // no process: a restart is a new create
+		}
+		cfg := c.Config()
+		running = append(running, RunningMember{ID: m.ID, Pid: st.InitProcessPid, StartTime: st.InitProcessStartTime, Config: &cfg})
+	}
+	if len(running) > 0 {
+		errs = append(errs, enf.GuardRunning(&rz.Policy, old, running))
+	}
+	return errors.Join(errs...)
 }
 
 // DeleteZone removes a zone and its kernel state. A zone with members is

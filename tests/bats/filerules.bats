@@ -3,7 +3,8 @@
 # changes (chmod, chown, utimensat, setxattr), other names of a denied inode
 # (a hard link in the image, a new hard link, a file handle), renaming and
 # removing a denied file, unix sockets in a denied directory, and a file
-# created at a denied path after start. Each attack
+# created at a denied path after start, and a zone update that adds rules
+# under processes already running. Each attack
 # first succeeds under plain runc with the same bundle, then the zone denies
 # it (errno), the denial is an event where the mechanism gives one, and
 # verify checks the mounts that hold the rules.
@@ -475,7 +476,7 @@ late_bundle() {
 		fail "verify does not notice the lost mount: $stdout"
 }
 
-@test "zone update: a deny path whose directories are missing reaches new containers, verify fails the running one" {
+@test "zone update: a deny path whose directories are missing reaches new containers and the running one" {
 	attack_bundle z1
 	attack_bundle z2
 	in_zone z1 upd "$(policy upd <<-'EOF'
@@ -496,14 +497,98 @@ late_bundle() {
 	mkdir -p "$(bundle_dir z1)/rootfs/data/a/b" "$(bundle_dir z2)/rootfs/data/a/b"
 	echo secret >"$(bundle_dir z1)/rootfs/data/a/b/late"
 	echo secret >"$(bundle_dir z2)/rootfs/data/a/b/late"
-	rexec c2 cat /data/a/b/late
-	assert_failure 1
-	assert_match "$stderr" "can't open '/data/a/b/late': Permission denied"
-	rrun rt zone verify upd --format json
-	assert_failure 1
-	jqe 'any(.checks[]; .name == "container c2: denied paths" and .passed) and
-		any(.checks[]; .name == "container c1: denied paths" and (.passed | not) and (.detail | test("/data/a/b/late: no mount")))' <<<"$stdout" >/dev/null ||
-		fail "verify: $stdout"
+	for c in c1 c2; do
+		rexec $c cat /data/a/b/late
+		assert_failure 1
+		assert_match "$stderr" "can't open '/data/a/b/late': Permission denied"
+	done
+	check_passed upd "container c1: denied paths"
+	check_passed upd "container c2: denied paths"
+}
+
+@test "zone update: new deny and read_only paths hold for a process already running in the container" {
+	# The init is the attacker: a shell that, at each go file, reads a
+	# denied file and its hard link, lists a denied directory and appends to
+	# a read_only file itself (sh redirections: no new process), so what it
+	# meets after the update is what its own domain and the mounts give.
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		for f in /data/secret /opt/secret.bak /data/dir/key; do if read -r l <$f; then echo "$i $f=$l"; else echo "$i $f=fail"; fi; done
+		if echo w >>/srv/ro/file; then echo "$i write=ok"; else echo "$i write=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	local b r
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		r=$(bundle_dir $b)/rootfs
+		echo secret >"$r/data/secret"
+		ln "$r/data/secret" "$r/opt/secret.bak"
+		mkdir "$r/data/dir" && echo key >"$r/data/dir/key"
+	done
+	# The zone denies /etc/shadow from create: the seccomp rule against
+	# file handles is in place (update cannot add it to running processes).
+	in_zone z held "$(policy held <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	runc_run plain r
+	run_ct zoned z
+	local pid
+	pid=$(ct_pid zoned)
+
+	# Before the update the zoned process reads and writes them all.
+	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	for b in plain zoned; do
+		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
+		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 /data/secret=secret\n0 /opt/secret.bak=secret\n0 /data/dir/key=key\n0 write=ok\n0 done'
+	done
+
+	rrun rt zone update held --policy "$(policy held2 <<-'EOF'
+		[filesystem]
+		read_only = ["/srv/ro"]
+		deny = ["/etc/shadow", "/data/secret", "/data/dir"]
+	EOF
+	)"
+	assert_success
+
+	# Plain runc: the attack still works. In the zone the same process
+	# (the init, never exec'd again) is denied: the null device on the
+	# denied file and on its other name (EACCES), the empty tmpfs on the
+	# denied directory (ENOENT), the read-only copy of /srv/ro (EROFS).
+	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 /data/secret=secret\n1 /opt/secret.bak=secret\n1 /data/dir/key=key\n1 write=ok\n1 done'
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 /data/secret=fail\n1 /opt/secret.bak=fail\n1 /data/dir/key=fail\n1 write=fail\n1 done'
+	assert_eq "$(ct_pid zoned)" "$pid"
+	local err
+	err=$(cat "$BATS_TEST_TMPDIR/zoned.err")
+	assert_eq "$err" $'sh: can\'t open /data/secret: Permission denied\nsh: can\'t open /opt/secret.bak: Permission denied\nsh: can\'t open /data/dir/key: no such file\nsh: can\'t create /srv/ro/file: Read-only file system'
+	wait_event held '.control == "file" and .object == "/data/secret (permission denied)" and .comm == "sh"' >/dev/null
+	wait_event held '.control == "file" and .object == "/opt/secret.bak (permission denied)" and .comm == "sh"' >/dev/null
+	wait_event held '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
+	# An open beneath a denied directory finds no name (ENOENT), as in a
+	# container created with the rule: no event, only a unix connect there
+	# is reported.
+	check_passed held "container zoned: denied paths"
+	check_passed held "container zoned: read-only paths"
+
+	# Nothing of it reached the host: the files are there as they were,
+	# and no mount of the update is in the host's mount table.
+	r=$(bundle_dir z)/rootfs
+	assert_eq "$(cat "$r/data/secret" "$r/data/dir/key")" $'secret\nkey'
+	if grep -F "$r" /proc/self/mountinfo; then
+		fail "a mount in the container's rootfs is in the host's mount table"
+	fi
+	# The container cannot take the mounts away (no CAP_SYS_ADMIN).
+	rexec zoned umount /data/secret
+	assert_failure
+	assert_match "$stderr" "Operation not permitted"
+	# A second update with the same rules finds them held: nothing stacks.
+	local before
+	before=$(wc -l <"/proc/$pid/mountinfo")
+	rrun rt zone update held --policy "$BATS_TEST_TMPDIR/held2.toml"
+	assert_success
+	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
 }
 
 @test "io_uring requests on deny and read_only paths: denied in their completion, and reported" {
@@ -559,4 +644,137 @@ late_bundle() {
 	check_passed ring "container zoned: denied paths"
 	rrun rt zone verify ring
 	assert_success
+}
+
+@test "zone update: a running member the new mounts cannot reach is named, and verify fails it" {
+	# With rootfsPropagation "shared" the container's root is a peer of the
+	# host's mounts: a mount made on it would appear on the host too.
+	attack_bundle z1
+	attack_bundle z2
+	cfg z1 '.linux.rootfsPropagation = "shared"'
+	for b in z1 z2; do
+		echo secret >"$(bundle_dir $b)/rootfs/data/secret"
+	done
+	in_zone z1 shared "$(policy shared <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	in_zone z2 shared
+	run_ct c1 z1
+	run_ct c2 z2
+	rrun rt zone update shared --policy "$(policy shared2 <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow", "/data/secret"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "zone shared is updated, but its new file rules do not hold in running containers"
+	assert_match "$stderr" "container c1: /data/secret is on a shared mount \(/\)"
+	if [[ $stderr == *"container c2"* ]]; then
+		fail "c2 was guarded, yet the error names it: $stderr"
+	fi
+	if grep -F "$(bundle_dir z1)/rootfs" /proc/self/mountinfo; then
+		fail "a mount of the update reached the host"
+	fi
+	# The other member holds the rule; the store has the new policy.
+	rexec c2 cat /data/secret
+	assert_failure 1
+	assert_match "$stderr" "Permission denied"
+	rrun rt zone verify shared --format json
+	assert_failure 1
+	jqe 'any(.checks[]; .name == "container c2: denied paths" and .passed) and
+		any(.checks[]; .name == "container c1: denied paths" and (.passed | not) and (.detail | test("/data/secret: no mount")))' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
+}
+
+@test "zone update: writable_paths make the root read-only under a process already running" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if echo w >>/srv/ro/file; then echo "$i root=ok"; else echo "$i root=fail"; fi
+		if echo w >>/tmp/f; then echo "$i tmp=ok"; else echo "$i tmp=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	attack_bundle r sh -c "$script"
+	attack_bundle z sh -c "$script"
+	in_zone z wupd "$(policy wupd <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	runc_run plain r
+	run_ct zoned z
+	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	for b in plain zoned; do
+		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
+		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 root=ok\n0 tmp=ok\n0 done'
+	done
+
+	rrun rt zone update wupd --policy "$(policy wupd2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	assert_success
+	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 root=ok\n1 tmp=ok\n1 done'
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 root=fail\n1 tmp=ok\n1 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't create /srv/ro/file: Read-only file system"
+	assert_eq "$(cat "$(bundle_dir z)/rootfs/tmp/f")" $'w\nw'
+	wait_event wupd '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
+	check_passed wupd "container zoned: read-only paths"
+}
+
+@test "zone update: new deny and read_only paths hold in a running container with a user namespace" {
+	requires userns
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if read -r l </data/secret; then echo "$i secret=$l"; else echo "$i secret=fail"; fi
+		if echo w >>/srv/ro/file; then echo "$i write=ok"; else echo "$i write=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	local b d
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		echo secret >"$(bundle_dir $b)/rootfs/data/secret"
+		cfg $b '.linux.namespaces += [{type: "user"}]
+			| .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+			| .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+			| .mounts |= map(select(.destination != "/sys/fs/cgroup" and .destination != "/sys"))'
+		chown -R 100000:100000 "$(bundle_dir $b)/rootfs"
+	done
+	d=$BATS_TEST_TMPDIR
+	while [[ $d != / && $d != /tmp ]]; do
+		chmod o+x "$d"
+		d=$(dirname "$d")
+	done
+	in_zone z usr "$(policy usr <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	runc_run plain r
+	run_ct zoned z
+	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	for b in plain zoned; do
+		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
+		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 secret=secret\n0 write=ok\n0 done'
+	done
+	rrun rt zone update usr --policy "$(policy usr2 <<-'EOF'
+		[filesystem]
+		read_only = ["/srv/ro"]
+		deny = ["/etc/shadow", "/data/secret"]
+	EOF
+	)"
+	assert_success
+	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 secret=secret\n1 write=ok\n1 done'
+	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
+	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 secret=fail\n1 write=fail\n1 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" $'sh: can\'t open /data/secret: Permission denied\nsh: can\'t create /srv/ro/file: Read-only file system'
+	# Root of the user namespace holds no CAP_SYS_ADMIN here either.
+	rexec zoned umount /data/secret
+	assert_failure
+	check_passed usr "container zoned: denied paths"
+	check_passed usr "container zoned: read-only paths"
 }
