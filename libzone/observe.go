@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -120,6 +119,7 @@ type eventNames struct {
 	zones   zoneIDs
 	members map[uint64]string
 	files   map[uint32]DenyPaths
+	roots   memberRoots
 }
 
 func readEventNames(tx *zone.Tx) (eventNames, error) {
@@ -127,7 +127,8 @@ func readEventNames(tx *zone.Tx) (eventNames, error) {
 	if err != nil {
 		return eventNames{}, err
 	}
-	n := eventNames{zones: zoneIDs{}, members: map[uint64]string{}, files: fileDenyPathsOf(tx, zones)}
+	n := eventNames{zones: zoneIDs{}, members: map[uint64]string{}, files: fileDenyPathsOf(tx, zones),
+		roots: memberRoots{containers: map[uint64]*zone.Container{}}}
 	for i := range zones {
 		n.zones[zones[i].ID] = &zones[i]
 	}
@@ -135,8 +136,9 @@ func readEventNames(tx *zone.Tx) (eventNames, error) {
 	if err != nil {
 		return eventNames{}, err
 	}
-	for _, c := range cs {
+	for i, c := range cs {
 		n.members[c.CgroupID] = c.ID
+		n.roots.containers[c.CgroupID] = &cs[i]
 	}
 	return n, nil
 }
@@ -149,7 +151,10 @@ func (n *eventNames) event(ke KernelEvent) (zone.Event, bool) {
 	ze.Zone = "zone-" + strconv.FormatUint(uint64(ke.ZoneID), 10)
 	z := n.zones.at(ke.ZoneID, ze.Time)
 	if ke.RulePaths != nil {
-		p := ruledPath(z, ke.RulePaths)
+		p := ""
+		if z != nil {
+			p = ruledPath(z, ke.RulePaths, n.roots.root(ke.CgroupID), ke.FollowLast)
+		}
 		if p == "" {
 			return ze, false
 		}
@@ -179,27 +184,6 @@ func (n *eventNames) event(ke KernelEvent) (zone.Event, bool) {
 	}
 	ze.Object += ke.Outcome
 	return ze, true
-}
-
-// ruledPath is the first of paths that is, or is below, a deny or
-// read_only path of z's policy, or "" (also without a zone: a zone
-// deleted since, whose rules are gone).
-func ruledPath(z *zone.Zone, paths []string) string {
-	if z == nil {
-		return ""
-	}
-	fs := &z.Policy.Filesystem
-	for _, p := range paths {
-		if !path.IsAbs(p) {
-			continue // not resolved: cannot be told
-		}
-		for _, r := range [][]string{fs.Deny, fs.ReadOnly} {
-			if slices.ContainsFunc(r, func(rule string) bool { return within(p, rule) }) {
-				return path.Clean(p)
-			}
-		}
-	}
-	return ""
 }
 
 // Drain takes the events waiting in the kernel (see Enforcer.Drain).
@@ -280,6 +264,7 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 			// when a path it names is the zone's, and names it by that.
 			out.Op = ev.Op.String()
 			out.RulePaths = []string{ev.Path}
+			out.FollowLast = ev.Op == bpf.FileOpUnixConnect
 			if ev.NewPath != "" {
 				out.RulePaths = append(out.RulePaths, ev.NewPath)
 			}

@@ -370,6 +370,69 @@ check_passed() {
 	assert_success
 }
 
+@test "mount errors through a symlink, a '..' after one and a working directory entered by one name the path the kernel took; a symlink out of a rule path leaves none" {
+	local b r
+	for b in r z; do
+		attack_bundle $b
+		cfg $b '.mounts += [{destination: "/scratch", type: "tmpfs", source: "tmpfs", options: ["nosuid"]}]'
+		r=$(bundle_dir $b)/rootfs
+		mkdir -p "$r/srv/ro/sub" "$r/tmp"
+		for f in a b c; do echo $f >"$r/srv/ro/$f"; done
+		ln -s /srv/ro "$r/lnk"
+		ln -s etc "$r/etclnk"
+		ln -s /srv/ro/sub "$r/tmp/deep"
+		ln -s /scratch "$r/srv/ro/out"
+	done
+	in_zone z links "$(guarded links)"
+	runc_run plain r
+	r=$(bundle_dir r)/rootfs
+
+	# Plain runc: each name reaches the file, which moves or goes.
+	in_ct runc_rt plain fileattack renameat / lnk/a tmp/a
+	assert_success
+	in_ct runc_rt plain fileattack renameat /tmp deep/../b b
+	assert_success
+	in_ct runc_rt plain sh -c 'cd /lnk && fileattack rename c /tmp/c'
+	assert_success
+	in_ct runc_rt plain rm /etclnk/shadow
+	assert_success
+	[[ -e $r/tmp/a && -e $r/tmp/b && -e $r/tmp/c && ! -e $r/etc/shadow ]] || fail "plain runc: the files did not move"
+	# /srv/ro/out/x is /scratch/x, a tmpfs of the container's own: its
+	# EXDEV is no rule's.
+	in_ct runc_rt plain sh -c 'echo x >/scratch/x && fileattack renameat / srv/ro/out/x tmp/x'
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+
+	run_ct zoned z
+	rexec zoned fileattack renameat / lnk/a tmp/a
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rexec zoned fileattack renameat /tmp deep/../b b
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rexec zoned sh -c 'cd /lnk && fileattack rename c /tmp/c'
+	assert_failure 1
+	assert_eq "$stderr" "rename: invalid cross-device link"
+	rexec zoned sh -c 'echo x >/scratch/x && fileattack renameat / srv/ro/out/x tmp/x'
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rexec zoned rm /etclnk/shadow
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/etclnk/shadow': Device or resource busy"
+	r=$(bundle_dir z)/rootfs
+	[[ -e $r/srv/ro/a && -e $r/srv/ro/b && -e $r/srv/ro/c && -e $r/etc/shadow ]] || fail "a file of a rule path moved"
+
+	wait_event links '.control == "file" and .object == "rename /srv/ro/a (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "rename /srv/ro/b (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "rename /srv/ro/c (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "unlink /etc/shadow (device or resource busy)" and .comm == "rm"' >/dev/null
+	# The rename out of /scratch came before the unlink: its event would be
+	# there by now.
+	no_event links '.object | test("scratch|out|/x ")'
+	rrun rt zone verify links
+	assert_success
+}
+
 @test "writable_paths: metadata outside the writable paths fails with EROFS, inside it works" {
 	attack_bundle r
 	attack_bundle z
