@@ -93,6 +93,12 @@ func (e *Engine) drain(enf Enforcer, log *zone.EventLog) error {
 	if err := e.store.View(func(tx *zone.Tx) (err error) { names, err = readEventNames(tx); return err }); err != nil {
 		return err
 	}
+	names.rules.labels = func(id string) []string {
+		if sf, err := e.readStateFile(id); err == nil {
+			return sf.Config.Labels
+		}
+		return nil
+	}
 	byZone := map[string][]zone.Event{}
 	for _, ev := range evs {
 		if ze, ok := names.event(ev); ok {
@@ -119,7 +125,7 @@ type eventNames struct {
 	zones   zoneIDs
 	members map[uint64]string
 	files   map[uint32]DenyPaths
-	roots   memberRoots
+	rules   ruleMembers
 }
 
 func readEventNames(tx *zone.Tx) (eventNames, error) {
@@ -128,7 +134,7 @@ func readEventNames(tx *zone.Tx) (eventNames, error) {
 		return eventNames{}, err
 	}
 	n := eventNames{zones: zoneIDs{}, members: map[uint64]string{}, files: fileDenyPathsOf(tx, zones),
-		roots: memberRoots{containers: map[uint64]*zone.Container{}}}
+		rules: ruleMembers{containers: map[uint64]*zone.Container{}}}
 	for i := range zones {
 		n.zones[zones[i].ID] = &zones[i]
 	}
@@ -138,7 +144,7 @@ func readEventNames(tx *zone.Tx) (eventNames, error) {
 	}
 	for i, c := range cs {
 		n.members[c.CgroupID] = c.ID
-		n.roots.containers[c.CgroupID] = &cs[i]
+		n.rules.containers[c.CgroupID] = &cs[i]
 	}
 	return n, nil
 }
@@ -153,7 +159,7 @@ func (n *eventNames) event(ke KernelEvent) (zone.Event, bool) {
 	if ke.RulePaths != nil {
 		p := ""
 		if z != nil {
-			p = ruledPath(z, ke.RulePaths, n.roots.root(ke.CgroupID), ke.FollowLast)
+			p = ruledPath(z, ke.RulePaths, n.rules.member(ke.CgroupID), ke.FollowLast)
 		}
 		if p == "" {
 			return ze, false

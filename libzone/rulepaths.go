@@ -23,53 +23,63 @@ import (
 // in the same mount namespace), as the kernel did; while none runs, the
 // paths are judged by their words.
 
-// memberRoots find, by cgroup id, the root of a process of a member that
-// still runs ("/proc/PID/root"), once per drain.
-type memberRoots struct {
+// ruleMembers find what judges the mount errors of a member, by cgroup
+// id, once per drain (ruleMember).
+type ruleMembers struct {
 	containers map[uint64]*zone.Container
-	found      map[uint64]string
+	// labels are the labels in a container's state (libcontainer's), nil
+	// when it has none any more.
+	labels func(id string) []string
+	found  map[uint64]ruleMember
 }
 
-// root is the root of a running process of the member with cgroup cgid,
-// "" when none runs or the member is not known.
-func (m *memberRoots) root(cgid uint64) string {
+// ruleMember is what judges a member's mount errors besides its zone's
+// rules: the root of a process of it that still runs ("/proc/PID/root",
+// "" when none does), and the other names of denied inodes found at its
+// create (deniedLinksLabel), which its mounts hold as they hold the deny
+// paths.
+type ruleMember struct {
+	root  string
+	links []string
+}
+
+func (m *ruleMembers) member(cgid uint64) ruleMember {
 	if r, ok := m.found[cgid]; ok {
 		return r
 	}
-	r := ""
+	var r ruleMember
 	if c := m.containers[cgid]; c != nil {
 		if pid := memberPid(c); pid > 0 {
-			r = procRoot(pid)
+			r.root = procRoot(pid)
+		}
+		if m.labels != nil {
+			r.links = deniedLinksIn(m.labels(c.ID))
 		}
 	}
 	if m.found == nil {
-		m.found = map[uint64]string{}
+		m.found = map[uint64]ruleMember{}
 	}
 	m.found[cgid] = r
 	return r
 }
 
 // ruledPath is the first of paths that is, or is below, a deny or
-// read_only path of z's policy, or "" (also without a zone: a zone
-// deleted since, whose rules are gone). Each path is first resolved in
-// root when one is given (kernelPath; followLast: the last name too, as
-// connect(2) follows it); a path that does not resolve there is judged as
-// it is written.
-func ruledPath(z *zone.Zone, paths []string, root string, followLast bool) string {
-	if z == nil {
-		return ""
-	}
+// read_only path of z's policy or one of m's other names of denied inodes,
+// or "". Each path is first resolved in m's root when it has one
+// (kernelPath; followLast: the last name too, as connect(2) follows it); a
+// path that does not resolve there is judged as it is written.
+func ruledPath(z *zone.Zone, paths []string, m ruleMember, followLast bool) string {
 	fs := &z.Policy.Filesystem
 	for _, p := range paths {
 		if !path.IsAbs(p) {
 			continue // not resolved: cannot be told
 		}
-		if root != "" {
-			if r, ok := kernelPath(root, p, followLast); ok {
+		if m.root != "" {
+			if r, ok := kernelPath(m.root, p, followLast); ok {
 				p = r
 			}
 		}
-		for _, r := range [][]string{fs.Deny, fs.ReadOnly} {
+		for _, r := range [][]string{fs.Deny, fs.ReadOnly, m.links} {
 			if slices.ContainsFunc(r, func(rule string) bool { return within(p, rule) }) {
 				return path.Clean(p)
 			}

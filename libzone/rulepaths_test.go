@@ -78,13 +78,15 @@ func TestKernelPath(t *testing.T) {
 // A mount error is judged by the path the kernel resolved while a process
 // of the member runs: kept under the name of the rule path it reached
 // through a symlink or "..", dropped when a symlink led out of the rule
-// path; by its words when none runs.
+// path; by its words when none runs. The other names of denied inodes
+// found at a member's create count as deny paths of that member.
 func TestMountErrorEventsResolved(t *testing.T) {
 	created := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
 	z := &zone.Zone{Name: "web", ID: 7, Created: created}
 	z.Policy.Filesystem.ReadOnly = []string{"/srv/ro"}
 	root := ruleTree(t)
-	names := &eventNames{zones: zoneIDs{7: z}, roots: memberRoots{found: map[uint64]string{40: root, 41: ""}}}
+	names := &eventNames{zones: zoneIDs{7: z}, rules: ruleMembers{found: map[uint64]ruleMember{
+		40: {root: root}, 41: {}, 42: {links: []string{"/opt/shadow.bak"}}}}}
 	ke := &kernelEnforcer{k: &bpf.Kernel{}}
 	for _, tc := range []struct {
 		cgid       uint64
@@ -100,6 +102,10 @@ func TestMountErrorEventsResolved(t *testing.T) {
 		// No process of the member runs: the words.
 		{41, bpf.FileOpRename, "/srv/ro/out/x", "/tmp/x", "rename /srv/ro/out/x (invalid cross-device link)"},
 		{41, bpf.FileOpRename, "/lnk/a", "/tmp/a", ""},
+		// Another name of a denied inode, held by a mount as the deny
+		// paths are: the member's, not another's.
+		{42, bpf.FileOpUnlink, "/opt/shadow.bak", "", "unlink /opt/shadow.bak (invalid cross-device link)"},
+		{41, bpf.FileOpUnlink, "/opt/shadow.bak", "", ""},
 	} {
 		ev := bpf.Event{Zone: 7, CgroupID: tc.cgid, Time: created.Add(time.Second), Control: bpf.ControlFile, Hook: bpf.HookSysExit,
 			Verdict: bpf.VerdictObserved, Errno: 18, Op: tc.op, Path: tc.path, NewPath: tc.next}

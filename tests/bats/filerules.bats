@@ -370,7 +370,7 @@ check_passed() {
 	assert_success
 }
 
-@test "mount errors through a symlink, a '..' after one, a working directory entered by one and a path longer than an event's name the path the kernel took; a symlink out of a rule path leaves none" {
+@test "mount errors through a symlink, a '..' after one, a working directory entered by one, a path longer than an event's, and on another name of a denied file name the path the kernel took; a symlink out of a rule path leaves none" {
 	local b r long
 	long=srv/ro/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})
 	for b in r z; do
@@ -401,7 +401,10 @@ check_passed() {
 	assert_success
 	in_ct runc_rt plain fileattack renameat / $long/f tmp/f
 	assert_success
-	[[ -e $r/tmp/a && -e $r/tmp/b && -e $r/tmp/c && -e $r/tmp/f && ! -e $r/etc/shadow ]] || fail "plain runc: the files did not move"
+	in_ct runc_rt plain rm /opt/shadow.bak
+	assert_success
+	[[ -e $r/tmp/a && -e $r/tmp/b && -e $r/tmp/c && -e $r/tmp/f && ! -e $r/etc/shadow && ! -e $r/opt/shadow.bak ]] ||
+		fail "plain runc: the files did not move"
 	# /srv/ro/out/x is /scratch/x, a tmpfs of the container's own: its
 	# EXDEV is no rule's.
 	in_ct runc_rt plain sh -c 'echo x >/scratch/x && fileattack renameat / srv/ro/out/x tmp/x'
@@ -424,16 +427,22 @@ check_passed() {
 	rexec zoned fileattack renameat / $long/f tmp/f
 	assert_failure 1
 	assert_eq "$stderr" "renameat: invalid cross-device link"
+	# The other name of the denied file in the image is held as it is.
+	rexec zoned rm /opt/shadow.bak
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/opt/shadow.bak': Device or resource busy"
 	rexec zoned rm /etclnk/shadow
 	assert_failure 1
 	assert_match "$stderr" "can't remove '/etclnk/shadow': Device or resource busy"
 	r=$(bundle_dir z)/rootfs
-	[[ -e $r/srv/ro/a && -e $r/srv/ro/b && -e $r/srv/ro/c && -e $r/$long/f && -e $r/etc/shadow ]] || fail "a file of a rule path moved"
+	[[ -e $r/srv/ro/a && -e $r/srv/ro/b && -e $r/srv/ro/c && -e $r/$long/f && -e $r/etc/shadow && -e $r/opt/shadow.bak ]] ||
+		fail "a file of a rule path moved"
 
 	wait_event links '.control == "file" and .object == "rename /srv/ro/a (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
 	wait_event links '.control == "file" and .object == "rename /srv/ro/b (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
 	wait_event links '.control == "file" and .object == "rename /srv/ro/c (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
 	wait_event links '.control == "file" and .object == "rename /'"$long"'/f (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "unlink /opt/shadow.bak (device or resource busy)" and .comm == "rm"' >/dev/null
 	wait_event links '.control == "file" and .object == "unlink /etc/shadow (device or resource busy)" and .comm == "rm"' >/dev/null
 	# The rename out of /scratch came before the unlink: its event would be
 	# there by now.
