@@ -93,11 +93,9 @@ func (e *Engine) drain(enf Enforcer, log *zone.EventLog) error {
 	if err := e.store.View(func(tx *zone.Tx) (err error) { names, err = readEventNames(tx); return err }); err != nil {
 		return err
 	}
-	names.rules.labels = func(id string) []string {
-		if sf, err := e.readStateFile(id); err == nil {
-			return sf.Config.Labels
-		}
-		return nil
+	names.rules.state = func(id string) *stateFile {
+		sf, _ := e.readStateFile(id) // none: a member deleted since
+		return sf
 	}
 	byZone := map[string][]zone.Event{}
 	for _, ev := range evs {

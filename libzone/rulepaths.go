@@ -18,28 +18,31 @@ import (
 // for /srv/ro/b when /tmp/d is a symlink to /srv/ro/sub), and only the
 // kernel's lookup says which mount the task hit. The observer cannot look
 // names up at sys_exit, and there is no daemon: events are drained by the
-// next command, when the task is usually gone. The engine resolves them
-// then, in the root of a process of the member that still runs (its init,
-// in the same mount namespace), as the kernel did; while none runs, the
-// paths are judged by their words.
+// next command that shows events or verifies, when the task is usually
+// gone. The engine resolves them then, in the root of a process of the
+// member that still runs (its init, in the same mount namespace), as the
+// kernel did; for a stopped member in its root file system; for a deleted
+// one by their words.
 
 // ruleMembers find what judges the mount errors of a member, by cgroup
 // id, once per drain (ruleMember).
 type ruleMembers struct {
 	containers map[uint64]*zone.Container
-	// labels are the labels in a container's state (libcontainer's), nil
-	// when it has none any more.
-	labels func(id string) []string
-	found  map[uint64]ruleMember
+	// state is a container's state (libcontainer's), nil when it has none
+	// any more.
+	state func(id string) *stateFile
+	found map[uint64]ruleMember
 }
 
 // ruleMember is what judges a member's mount errors besides its zone's
-// rules: the root of a process of it that still runs ("/proc/PID/root",
-// "" when none does), and the other names of denied inodes found at its
-// create (deniedLinksLabel), which its mounts hold as they hold the deny
-// paths.
+// rules: the roots its paths resolve in, the first that can be opened, and
+// the other names of denied inodes found at its create (deniedLinksLabel),
+// which its mounts hold as they hold the deny paths. The roots are that of
+// a process of the member that still runs ("/proc/PID/root"; a process
+// that just ended, a zombie, has none any more), then its root file system
+// on the host (the image's symlinks, without what was mounted on it).
 type ruleMember struct {
-	root  string
+	roots []string
 	links []string
 }
 
@@ -49,11 +52,18 @@ func (m *ruleMembers) member(cgid uint64) ruleMember {
 	}
 	var r ruleMember
 	if c := m.containers[cgid]; c != nil {
-		if pid := memberPid(c); pid > 0 {
-			r.root = procRoot(pid)
+		var sf *stateFile
+		if m.state != nil {
+			sf = m.state(c.ID)
 		}
-		if m.labels != nil {
-			r.links = deniedLinksIn(m.labels(c.ID))
+		if pid := memberPid(c); pid > 0 {
+			r.roots = append(r.roots, procRoot(pid))
+		}
+		if sf != nil {
+			r.links = deniedLinksIn(sf.Config.Labels)
+			if sf.Config.Rootfs != "" {
+				r.roots = append(r.roots, sf.Config.Rootfs)
+			}
 		}
 	}
 	if m.found == nil {
@@ -65,18 +75,19 @@ func (m *ruleMembers) member(cgid uint64) ruleMember {
 
 // ruledPath is the first of paths that is, or is below, a deny or
 // read_only path of z's policy or one of m's other names of denied inodes,
-// or "". Each path is first resolved in m's root when it has one
-// (kernelPath; followLast: the last name too, as connect(2) follows it); a
-// path that does not resolve there is judged as it is written.
+// or "". Each path is first resolved in m's roots (kernelPath; followLast:
+// the last name too, as connect(2) follows it); a path that resolves in
+// none of them is judged as it is written.
 func ruledPath(z *zone.Zone, paths []string, m ruleMember, followLast bool) string {
 	fs := &z.Policy.Filesystem
 	for _, p := range paths {
 		if !path.IsAbs(p) {
 			continue // not resolved: cannot be told
 		}
-		if m.root != "" {
-			if r, ok := kernelPath(m.root, p, followLast); ok {
+		for _, root := range m.roots {
+			if r, ok := kernelPath(root, p, followLast); ok {
 				p = r
+				break
 			}
 		}
 		for _, r := range [][]string{fs.Deny, fs.ReadOnly, m.links} {

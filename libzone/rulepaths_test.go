@@ -86,7 +86,9 @@ func TestMountErrorEventsResolved(t *testing.T) {
 	z.Policy.Filesystem.ReadOnly = []string{"/srv/ro"}
 	root := ruleTree(t)
 	names := &eventNames{zones: zoneIDs{7: z}, rules: ruleMembers{found: map[uint64]ruleMember{
-		40: {root: root}, 41: {}, 42: {links: []string{"/opt/shadow.bak"}}}}}
+		40: {roots: []string{root}}, 41: {}, 42: {links: []string{"/opt/shadow.bak"}},
+		// A process that ended: its root is gone, the next one resolves.
+		43: {roots: []string{"/proc/0/root", root}}}}}
 	ke := &kernelEnforcer{k: &bpf.Kernel{}}
 	for _, tc := range []struct {
 		cgid       uint64
@@ -98,6 +100,8 @@ func TestMountErrorEventsResolved(t *testing.T) {
 		{40, bpf.FileOpRename, "/tmp/deep/../b", "/tmp/b", "rename /srv/ro/b (invalid cross-device link)"},
 		{40, bpf.FileOpRename, "/tmp/x", "/tmp/rel/x", "rename /srv/ro/x (invalid cross-device link)"},
 		{40, bpf.FileOpRename, "/srv/ro/out/x", "/tmp/x", ""},
+		{43, bpf.FileOpRename, "/lnk/a", "/tmp/a", "rename /srv/ro/a (invalid cross-device link)"},
+		{43, bpf.FileOpRename, "/srv/ro/out/x", "/tmp/x", ""},
 		{40, bpf.FileOpUnixConnect, "/lnk", "", "unix connect /srv/ro (invalid cross-device link)"},
 		// No process of the member runs: the words.
 		{41, bpf.FileOpRename, "/srv/ro/out/x", "/tmp/x", "rename /srv/ro/out/x (invalid cross-device link)"},

@@ -378,7 +378,7 @@ check_passed() {
 		cfg $b '.mounts += [{destination: "/scratch", type: "tmpfs", source: "tmpfs", options: ["nosuid"]}]'
 		r=$(bundle_dir $b)/rootfs
 		mkdir -p "$r/srv/ro/sub" "$r/tmp"
-		for f in a b c; do echo $f >"$r/srv/ro/$f"; done
+		for f in a b c d; do echo $f >"$r/srv/ro/$f"; done
 		ln -s /srv/ro "$r/lnk"
 		ln -s etc "$r/etclnk"
 		ln -s /srv/ro/sub "$r/tmp/deep"
@@ -402,6 +402,8 @@ check_passed() {
 	in_ct runc_rt plain fileattack renameat / $long/f tmp/f
 	assert_success
 	in_ct runc_rt plain rm /opt/shadow.bak
+	assert_success
+	in_ct runc_rt plain fileattack renameat / lnk/d tmp/d
 	assert_success
 	[[ -e $r/tmp/a && -e $r/tmp/b && -e $r/tmp/c && -e $r/tmp/f && ! -e $r/etc/shadow && ! -e $r/opt/shadow.bak ]] ||
 		fail "plain runc: the files did not move"
@@ -449,6 +451,16 @@ check_passed() {
 	no_event links '.object | test("scratch|out|/x ")'
 	rrun rt zone verify links
 	assert_success
+
+	# A member stopped before the drain: its paths resolve in its root
+	# file system.
+	rexec zoned fileattack renameat / lnk/d tmp/d
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rrun rt kill zoned KILL
+	assert_success
+	wait_status zoned stopped
+	wait_event links '.control == "file" and .object == "rename /srv/ro/d (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
 }
 
 @test "writable_paths: metadata outside the writable paths fails with EROFS, inside it works" {
