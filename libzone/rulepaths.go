@@ -151,8 +151,11 @@ func kernelPath(root, p string, followLast bool) (string, bool) {
 	}
 }
 
-// fdPath is the path of the file at fd, as the kernel names it from the
-// root of its mount namespace.
+// fdPath is the path of the file at fd as the kernel names it: from our
+// root when the file is reachable from it, else from the root of the
+// mount namespace it is in (a member's root, after pivot_root). A root and
+// a file below it are named the same way, so below strips one from the
+// other.
 func fdPath(fd int) (string, error) {
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
