@@ -310,10 +310,10 @@ static __always_inline void count_check(struct counters *c, int control)
  * caller fills the control-specific ones and submits. NULL means the ring
  * buffer is full; that is counted, never silent.
  */
-static __always_inline struct event *event_reserve(__u32 zone, struct counters *c, __u16 control,
-						   __u16 hook, __u8 verdict, __s32 ret)
+static __always_inline struct event *event_reserve_size(__u32 zone, struct counters *c, __u16 control,
+							__u16 hook, __u8 verdict, __s32 ret, __u64 size)
 {
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct event *e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e) {
 		if (c)
@@ -330,11 +330,18 @@ static __always_inline struct event *event_reserve(__u32 zone, struct counters *
 	return e;
 }
 
-/* event_reserve plus the current task: for programs that run in its context. */
-static __always_inline struct event *event_new(__u32 zone, struct counters *c, __u16 control,
-					       __u16 hook, __u8 verdict, __s32 ret)
+static __always_inline struct event *event_reserve(__u32 zone, struct counters *c, __u16 control,
+						   __u16 hook, __u8 verdict, __s32 ret)
 {
-	struct event *e = event_reserve(zone, c, control, hook, verdict, ret);
+	return event_reserve_size(zone, c, control, hook, verdict, ret, sizeof(struct event));
+}
+
+/* event_reserve plus the current task: for programs that run in its
+ * context. size: of the record, a struct event or one that starts with it. */
+static __always_inline struct event *event_new_size(__u32 zone, struct counters *c, __u16 control,
+						    __u16 hook, __u8 verdict, __s32 ret, __u64 size)
+{
+	struct event *e = event_reserve_size(zone, c, control, hook, verdict, ret, size);
 
 	if (!e)
 		return NULL;
@@ -345,6 +352,12 @@ static __always_inline struct event *event_new(__u32 zone, struct counters *c, _
 	e->uid = (__u32)bpf_get_current_uid_gid();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	return e;
+}
+
+static __always_inline struct event *event_new(__u32 zone, struct counters *c, __u16 control,
+					       __u16 hook, __u8 verdict, __s32 ret)
+{
+	return event_new_size(zone, c, control, hook, verdict, ret, sizeof(struct event));
 }
 
 /*

@@ -257,7 +257,17 @@ func (k *Kernel) DrainEvents(max int, deadline time.Time) ([]Event, error) {
 		if k.lsm && lsmDenied.duplicate(&raw) {
 			continue
 		}
-		out = append(out, decodeEvent(&raw, clock))
+		ev := decodeEvent(&raw, clock)
+		if tail := rec.RawSample[binary.Size(raw):]; ev.Op != 0 && len(tail) > 0 {
+			// A mount error whose paths did not fit in the event
+			// (struct long_event): they follow it.
+			var lp rauhaLongPaths
+			if err := binary.Read(bytes.NewReader(tail), binary.NativeEndian, &lp); err != nil {
+				return out, fmt.Errorf("decode the paths of an event of %d bytes: %w", len(rec.RawSample), err)
+			}
+			ev.Path, ev.NewPath = cString(lp.Path[:]), cString(lp.NewPath[:])
+		}
+		out = append(out, ev)
 	}
 	return out, nil
 }

@@ -644,7 +644,7 @@ func (k *Kernel) allMaps() []*ebpf.Map {
 	return []*ebpf.Map{m.ZoneByCgid, m.ZonePolicy, m.Egress4, m.Egress6, m.EgressDeny4, m.EgressDeny6, m.EgressDeny4Keys, m.EgressDeny6Keys, m.ZonePeers,
 		m.FileDeny, m.FileDenyNames, m.FileDenyChains, m.ZoneCounters, m.MemberNetns, m.SkbEventLimit, m.Events, m.SigioOwners,
 		m.ZoneAddr, m.MemberAddr, m.ZonesInUse, m.NetGen, m.VerdictSlots,
-		m.LearnActive, m.LearnMembers, m.LearnTasks, m.Learned, m.LearnSyscalls, m.LearnScratch, m.IouringPaths}
+		m.LearnActive, m.LearnMembers, m.LearnTasks, m.Learned, m.LearnSyscalls, m.LearnScratch, m.IouringPaths, m.MountErrPaths}
 }
 
 // LSM reports which backend this handle was opened for.

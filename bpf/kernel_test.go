@@ -776,6 +776,20 @@ func TestObserverMountErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(masked, unix.MNT_DETACH) })
+	// A denied file deeper than an event's path holds: its paths follow
+	// the event (struct long_event), whole.
+	deepRel := filepath.Join(strings.Repeat("d", 200), strings.Repeat("e", 200), "denied")
+	deep := filepath.Join(dir, deepRel)
+	if err := os.MkdirAll(filepath.Dir(deep), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(deep, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(deep, deep, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(deep, unix.MNT_DETACH) })
 
 	for _, tc := range []struct {
 		args          []string
@@ -788,6 +802,9 @@ func TestObserverMountErrors(t *testing.T) {
 		{[]string{"unlink", file}, "EBUSY", FileOpUnlink, file, ""},
 		{[]string{"rmdir", masked}, "EBUSY", FileOpRmdir, masked, ""},
 		{[]string{"unix-connect", filepath.Join(masked, "s")}, "ENOENT", FileOpUnixConnect, filepath.Join(masked, "s"), ""},
+		{[]string{"link", deep, filepath.Join(dir, "new")}, "EXDEV", FileOpLink, deep, filepath.Join(dir, "new")},
+		{[]string{"renameat", dir, deepRel, "moved"}, "EBUSY", FileOpRename, deep, filepath.Join(dir, "moved")},
+		{[]string{"unlink", deep}, "EBUSY", FileOpUnlink, deep, ""},
 	} {
 		// The zone without FileMounts first: its event would come first.
 		workload{cgroup: cgOther}.expect(t, tc.errno, tc.args...)
@@ -799,8 +816,8 @@ func TestObserverMountErrors(t *testing.T) {
 			t.Errorf("%v: event %+v; want zone %d, %s, %s, %q, %q", tc.args, ev, zone, tc.op, tc.errno, tc.path, tc.newPath)
 		}
 	}
-	if c, err := k.Counters(zone); err != nil || c.Observed[ControlFile] != 5 {
-		t.Errorf("observed file errors of the zone: %v, %v; want 5", c.Observed[ControlFile], err)
+	if c, err := k.Counters(zone); err != nil || c.Observed[ControlFile] != 8 {
+		t.Errorf("observed file errors of the zone: %v, %v; want 8", c.Observed[ControlFile], err)
 	}
 	if c, err := k.Counters(other); err != nil || c.Observed[ControlFile] != 0 {
 		t.Errorf("observed file errors of the zone without FileMounts: %v, %v; want 0", c.Observed[ControlFile], err)

@@ -33,6 +33,13 @@ func fileOp(op string, args []string) (err error, ok bool) {
 		return unix.Link(args[0], args[1]), true
 	case "rename": // rename <old> <new>
 		return unix.Rename(args[0], args[1]), true
+	case "renameat": // renameat <dir> <old> <new>: the names relative to dir
+		dir, err := unix.Open(args[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err, true
+		}
+		defer unix.Close(dir)
+		return unix.Renameat(dir, args[1], dir, args[2]), true
 	case "unlink":
 		return unix.Unlink(args[0]), true
 	case "rmdir":

@@ -500,13 +500,34 @@ static __always_inline bool learn_file_path(struct file *file, char *out)
 	return learn_path_of(BPF_CORE_READ(file, f_path.dentry), BPF_CORE_READ(file, f_path.mnt), out) > 0;
 }
 
+/* dir_path writes the path of dirfd's directory (AT_FDCWD: the working
+ * directory) into out (learn_path_of) and returns its length, or -1. */
+static __always_inline int dir_path(int dirfd, char *out)
+{
+	struct dentry *d;
+	struct vfsmount *mnt;
+
+	if (dirfd == AT_FDCWD) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		d = BPF_CORE_READ(task, fs, pwd.dentry);
+		mnt = BPF_CORE_READ(task, fs, pwd.mnt);
+	} else {
+		struct file *f = fd_file(dirfd);
+		if (!f)
+			return -1;
+		d = BPF_CORE_READ(f, f_path.dentry);
+		mnt = BPF_CORE_READ(f, f_path.mnt);
+	}
+	return learn_path_of(d, mnt, out);
+}
+
 /*
  * observe_path writes the path at upath (user memory) into learn_scratch's
  * object, absolute: a relative path is resolved against dirfd (AT_FDCWD:
- * the working directory) from the task's root, for events and for what a
- * learning zone records (learn_user_path_at). It returns the path's length, or 0 when it cannot say which
- * path it is: a relative path whose directory has no path here
- * (learn_path_of), or a path that does not fit (a truncated path could
+ * the working directory) from the task's root, for what a learning zone
+ * records (learn_user_path_at). It returns the path's length, or 0 when it
+ * cannot say which path it is: a relative path whose directory has no path
+ * here (learn_path_of), or a path that does not fit (a truncated path could
  * name another file). A global function: the verifier checks it once, not
  * at each of its calls, which keeps the observer within what older
  * verifiers (Linux 6.1) accept.
@@ -515,8 +536,6 @@ __noinline int observe_path(int dirfd, unsigned long upath)
 {
 	__u32 zero = 0;
 	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
-	struct dentry *d;
-	struct vfsmount *mnt;
 	char c = 0;
 	long r;
 
@@ -526,24 +545,59 @@ __noinline int observe_path(int dirfd, unsigned long upath)
 		r = bpf_probe_read_user_str(s->object, LEARN_OBJECT_LEN, (void *)upath);
 		return r > 1 && r < LEARN_OBJECT_LEN ? r - 1 : 0;
 	}
-	if (dirfd == AT_FDCWD) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		d = BPF_CORE_READ(task, fs, pwd.dentry);
-		mnt = BPF_CORE_READ(task, fs, pwd.mnt);
-	} else {
-		struct file *f = fd_file(dirfd);
-		if (!f)
-			return 0;
-		d = BPF_CORE_READ(f, f_path.dentry);
-		mnt = BPF_CORE_READ(f, f_path.mnt);
-	}
-	int off = learn_path_of(d, mnt, s->object);
+	int off = dir_path(dirfd, s->object);
 	if (off < 0 || off >= LEARN_OBJECT_LEN / 2 - 1)
 		return 0;
 	s->object[off & (LEARN_OBJECT_LEN / 2 - 1)] = '/';
 	off++;
 	r = bpf_probe_read_user_str(s->object + (off & (LEARN_OBJECT_LEN / 2 - 1)), LEARN_OBJECT_LEN / 2, (void *)upath);
 	if (r <= 1 || r >= LEARN_OBJECT_LEN / 2)
+		return 0;
+	return off + r - 1;
+}
+
+/* The paths of a mount error are built here (8 KiB, not on the 512-byte
+ * stack), then copied into its event. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct long_paths);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} mount_err_paths SEC(".maps");
+
+/*
+ * observe_long_path writes the path at upath into mount_err_paths (slot 0:
+ * path, 1: new_path), absolute as observe_path makes it, and returns its
+ * length, or 0 when it cannot say which path it is. Every absolute path a
+ * syscall takes fits (LONG_PATH_LEN is PATH_MAX); a relative one does when
+ * its directory's path fits learn_path_of and the name fits after it. A
+ * global function, as observe_path.
+ */
+__noinline int observe_long_path(int dirfd, unsigned long upath, int slot)
+{
+	__u32 zero = 0;
+	struct long_paths *lp = bpf_map_lookup_elem(&mount_err_paths, &zero);
+	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
+	char c = 0;
+	long r;
+
+	if (!lp || !s || !upath || bpf_probe_read_user(&c, 1, (void *)upath) || c == 0)
+		return 0;
+	char *out = slot ? lp->new_path : lp->path;
+	if (c == '/') {
+		r = bpf_probe_read_user_str(out, LONG_PATH_LEN, (void *)upath);
+		return r > 1 ? r - 1 : 0;
+	}
+	int off = dir_path(dirfd, s->object);
+	if (off < 0 || off >= LEARN_OBJECT_LEN - 1)
+		return 0;
+	if (bpf_probe_read_kernel(out, LEARN_OBJECT_LEN, s->object))
+		return 0;
+	out[off & (LEARN_OBJECT_LEN - 1)] = '/';
+	off++;
+	r = bpf_probe_read_user_str(out + (off & (LEARN_OBJECT_LEN - 1)), LONG_PATH_LEN - LEARN_OBJECT_LEN, (void *)upath);
+	if (r <= 1 || r >= LONG_PATH_LEN - LEARN_OBJECT_LEN)
 		return 0;
 	return off + r - 1;
 }
@@ -690,73 +744,86 @@ static __always_inline void learn_sys_exit(struct pt_regs *regs, long ret)
 	}
 }
 
-/* observe_path_at writes observe_path's path into out (size bytes), and
- * nothing when there is none or it does not fit. */
-static __always_inline void observe_path_at(int dirfd, unsigned long upath, char *out, __u32 size)
-{
-	__u32 zero = 0;
-	int n = observe_path(dirfd, upath);
-	struct learn_key *s = bpf_map_lookup_elem(&learn_scratch, &zero);
-
-	if (s && n > 0 && n < size)
-		bpf_probe_read_kernel_str(out, size, s->object);
-}
-
 /*
  * observe_mount_error reports a syscall of a zone task that failed with an
  * error of mount_error (op), when the zone's file rules are mounts: the
- * path or paths it named, made absolute (observe_path_at), for the engine
- * to match against the zone's deny and read_only paths.
+ * path or paths it named, made absolute (observe_long_path), for the engine
+ * to match against the zone's deny and read_only paths. Paths that do not
+ * fit in event.path are sent after it (struct long_event).
  */
 static __noinline void observe_mount_error(struct pt_regs *regs, long nr, long ret, int op)
 {
 	__u32 zone = current_zone();
 	struct policy *p = zone ? bpf_map_lookup_elem(&zone_policy, &zone) : NULL;
+	__u32 zero = 0;
 
 	if (!p || !(p->flags & POLICY_FILE_MOUNTS) || compat_syscall(regs))
 		return;
 	struct counters *c = counters_of(zone);
 	if (c)
 		c->observed[CONTROL_FILE]++;
-	struct event *e = event_new(zone, c, CONTROL_FILE, HOOK_SYS_EXIT, VERDICT_OBSERVED, ret);
-	if (!e)
-		return;
-	e->syscall = nr;
-	e->arg = op;
 	unsigned long a[3];
 	syscall_args(regs, a);
+	int n = 0, n2 = 0;
 	switch (nr) {
 #ifdef NR_link
 	case NR_link:
 	case NR_rename:
-		observe_path_at(AT_FDCWD, a[0], e->path, PATH_LEN / 2);
-		observe_path_at(AT_FDCWD, a[1], e->path + PATH_LEN / 2, PATH_LEN / 2);
+		n = observe_long_path(AT_FDCWD, a[0], 0);
+		n2 = observe_long_path(AT_FDCWD, a[1], 1);
 		break;
 	case NR_unlink:
 	case NR_rmdir:
-		observe_path_at(AT_FDCWD, a[0], e->path, PATH_LEN);
+		n = observe_long_path(AT_FDCWD, a[0], 0);
 		break;
 #endif
 	case NR_linkat:
 	case NR_renameat:
 	case NR_renameat2:
-		observe_path_at((int)a[0], a[1], e->path, PATH_LEN / 2);
-		observe_path_at((int)a[2], syscall_arg4(regs), e->path + PATH_LEN / 2, PATH_LEN / 2);
+		n = observe_long_path((int)a[0], a[1], 0);
+		n2 = observe_long_path((int)a[2], syscall_arg4(regs), 1);
 		break;
 	case NR_unlinkat:
 		if (a[2] & AT_REMOVEDIR)
-			e->arg = FILE_OP_RMDIR;
-		observe_path_at((int)a[0], a[1], e->path, PATH_LEN);
+			op = FILE_OP_RMDIR;
+		n = observe_long_path((int)a[0], a[1], 0);
 		break;
 	case NR_connect: {
 		/* struct sockaddr_un: the family, then the path (an abstract
 		 * name starts with a NUL: no path, and no mount in the way). */
 		__u16 family = 0;
 		if (a[2] > 2 && bpf_probe_read_user(&family, sizeof(family), (void *)a[1]) == 0 && family == AF_UNIX)
-			observe_path_at(AT_FDCWD, a[1] + 2, e->path, PATH_LEN);
+			n = observe_long_path(AT_FDCWD, a[1] + 2, 0);
 		break;
 	}
 	}
+	struct long_paths *lp = bpf_map_lookup_elem(&mount_err_paths, &zero);
+	if (!lp)
+		return;
+	struct event *e;
+	bool two = op == FILE_OP_LINK || op == FILE_OP_RENAME;
+	if (two ? n < PATH_LEN / 2 && n2 < PATH_LEN / 2 : n < PATH_LEN) {
+		e = event_new(zone, c, CONTROL_FILE, HOOK_SYS_EXIT, VERDICT_OBSERVED, ret);
+		if (!e)
+			return;
+		if (n > 0)
+			bpf_probe_read_kernel_str(e->path, two ? PATH_LEN / 2 : PATH_LEN, lp->path);
+		if (n2 > 0)
+			bpf_probe_read_kernel_str(e->path + PATH_LEN / 2, PATH_LEN / 2, lp->new_path);
+	} else {
+		e = event_new_size(zone, c, CONTROL_FILE, HOOK_SYS_EXIT, VERDICT_OBSERVED, ret, sizeof(struct long_event));
+		if (!e)
+			return;
+		struct long_event *le = (struct long_event *)e;
+		le->p.path[0] = 0;
+		le->p.new_path[0] = 0;
+		if (n > 0)
+			bpf_probe_read_kernel_str(le->p.path, LONG_PATH_LEN, lp->path);
+		if (n2 > 0)
+			bpf_probe_read_kernel_str(le->p.new_path, LONG_PATH_LEN, lp->new_path);
+	}
+	e->syscall = nr;
+	e->arg = op;
 	bpf_ringbuf_submit(e, 0);
 }
 

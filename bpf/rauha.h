@@ -19,6 +19,7 @@ enum limits {
 	FILE_CHAIN_MAX = 8, /* most components of a chain of names (file_deny_chains) */
 	PATH_LEN = 256,
 	COMM_LEN = 16,
+	LONG_PATH_LEN = 4096, /* PATH_MAX: every path a syscall takes is shorter */
 };
 
 /* policy.flags. The zero value is the most restrictive mode (enforce). */
@@ -128,7 +129,9 @@ enum hook {
  * event.arg of an observer event for an error the fallback's mounts give
  * (EXDEV, EBUSY, ENOENT): what the task tried. For FILE_OP_LINK and
  * FILE_OP_RENAME event.path holds two paths, the old name in its first
- * PATH_LEN / 2 bytes and the new name in the rest.
+ * PATH_LEN / 2 bytes and the new name in the rest. When a path does not
+ * fit there, the ring buffer record is a struct long_event: event.path is
+ * empty and the paths follow the event.
  */
 enum file_op {
 	FILE_OP_LINK = 1,
@@ -300,6 +303,21 @@ struct event {
 			      * named (rename, link: the old one in the first half, the new one in
 			      * the second); LSM file hooks: the name of a file denied by a
 			      * directory above it */
+};
+
+/*
+ * The paths of an observer event for an error of the fallback's mounts
+ * that do not fit in event.path (see enum file_op), NUL-terminated: a
+ * reader that decodes struct event alone sees the event without its path.
+ */
+struct long_paths {
+	char path[LONG_PATH_LEN];
+	char new_path[LONG_PATH_LEN]; /* FILE_OP_LINK and FILE_OP_RENAME: the new name */
+};
+
+struct long_event {
+	struct event e;
+	struct long_paths p;
 };
 
 /*

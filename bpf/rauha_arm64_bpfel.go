@@ -235,7 +235,14 @@ const (
 	rauhaLimitsFILE_CHAIN_MAX rauhaLimits = 8
 	rauhaLimitsPATH_LEN       rauhaLimits = 256
 	rauhaLimitsCOMM_LEN       rauhaLimits = 16
+	rauhaLimitsLONG_PATH_LEN  rauhaLimits = 4096
 )
+
+type rauhaLongPaths struct {
+	_       structs.HostLayout
+	Path    [4096]int8
+	NewPath [4096]int8
+}
 
 type rauhaMemberAddrKey struct {
 	_    structs.HostLayout
@@ -367,6 +374,7 @@ const (
 	rauhaMapLearned                    = "learned"
 	rauhaMapMemberAddr                 = "member_addr"
 	rauhaMapMemberNetns                = "member_netns"
+	rauhaMapMountErrPaths              = "mount_err_paths"
 	rauhaMapNetGen                     = "net_gen"
 	rauhaMapSigioOwners                = "sigio_owners"
 	rauhaMapSkbEventLimit              = "skb_event_limit"
@@ -551,6 +559,7 @@ type rauhaMapSpecs struct {
 	Learned         *ebpf.MapSpec `ebpf:"learned"`
 	MemberAddr      *ebpf.MapSpec `ebpf:"member_addr"`
 	MemberNetns     *ebpf.MapSpec `ebpf:"member_netns"`
+	MountErrPaths   *ebpf.MapSpec `ebpf:"mount_err_paths"`
 	NetGen          *ebpf.MapSpec `ebpf:"net_gen"`
 	SigioOwners     *ebpf.MapSpec `ebpf:"sigio_owners"`
 	SkbEventLimit   *ebpf.MapSpec `ebpf:"skb_event_limit"`
@@ -611,6 +620,7 @@ type rauhaMaps struct {
 	Learned         *ebpf.Map `ebpf:"learned"`
 	MemberAddr      *ebpf.Map `ebpf:"member_addr"`
 	MemberNetns     *ebpf.Map `ebpf:"member_netns"`
+	MountErrPaths   *ebpf.Map `ebpf:"mount_err_paths"`
 	NetGen          *ebpf.Map `ebpf:"net_gen"`
 	SigioOwners     *ebpf.Map `ebpf:"sigio_owners"`
 	SkbEventLimit   *ebpf.Map `ebpf:"skb_event_limit"`
@@ -644,6 +654,7 @@ func (m *rauhaMaps) Close() error {
 		m.Learned,
 		m.MemberAddr,
 		m.MemberNetns,
+		m.MountErrPaths,
 		m.NetGen,
 		m.SigioOwners,
 		m.SkbEventLimit,

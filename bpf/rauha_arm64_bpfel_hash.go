@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_arm64_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "20055161c7331303ca2e5bb812339c8a26d0db9e801105bcc097e47a6581d51d"
+const rauhaObjectSHA256 = "17187f130a3786dff7b0ef40369950c99bb1de770243006d8c405946c7b1087c"

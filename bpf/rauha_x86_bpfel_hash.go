@@ -5,4 +5,4 @@
 package bpf
 
 // rauhaObjectSHA256 is the sha256 of rauha_x86_bpfel.o, as pin directories record it.
-const rauhaObjectSHA256 = "25640b172fc40a444babe43e1185c27bfbd33bb830bd7d501f53326e7eca21db"
+const rauhaObjectSHA256 = "107fd8661183aa569122837b7b3996851ea9488f221fef3bf26ca572ba740748"

@@ -148,6 +148,10 @@ type KernelEvent struct {
 	// ("" where the observer could not resolve one). The same error has
 	// causes that are no zone's, so the engine keeps the event only when
 	// one of them is, or is below, a deny or read_only path of the zone,
-	// and names it by that one.
+	// and names it by that one, each resolved as the kernel did where a
+	// process of the member still runs (rulepaths.go).
 	RulePaths []string
+	// FollowLast: the syscall followed a symlink in the last name of
+	// RulePaths too (connect(2); a rename, unlink or link acts on the name).
+	FollowLast bool
 }

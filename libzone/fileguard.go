@@ -596,7 +596,12 @@ func deniedLinks(cfg *configs.Config) []string {
 	if cfg == nil {
 		return nil
 	}
-	for _, l := range cfg.Labels {
+	return deniedLinksIn(cfg.Labels)
+}
+
+// deniedLinksIn reads deniedLinksLabel from a container's labels.
+func deniedLinksIn(labels []string) []string {
+	for _, l := range labels {
 		if v, ok := strings.CutPrefix(l, deniedLinksLabel+"="); ok {
 			var out []string
 			if json.Unmarshal([]byte(v), &out) == nil {

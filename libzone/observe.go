@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -94,6 +93,10 @@ func (e *Engine) drain(enf Enforcer, log *zone.EventLog) error {
 	if err := e.store.View(func(tx *zone.Tx) (err error) { names, err = readEventNames(tx); return err }); err != nil {
 		return err
 	}
+	names.rules.state = func(id string) *stateFile {
+		sf, _ := e.readStateFile(id) // none: a member deleted since
+		return sf
+	}
 	byZone := map[string][]zone.Event{}
 	for _, ev := range evs {
 		if ze, ok := names.event(ev); ok {
@@ -120,6 +123,7 @@ type eventNames struct {
 	zones   zoneIDs
 	members map[uint64]string
 	files   map[uint32]DenyPaths
+	rules   ruleMembers
 }
 
 func readEventNames(tx *zone.Tx) (eventNames, error) {
@@ -127,7 +131,8 @@ func readEventNames(tx *zone.Tx) (eventNames, error) {
 	if err != nil {
 		return eventNames{}, err
 	}
-	n := eventNames{zones: zoneIDs{}, members: map[uint64]string{}, files: fileDenyPathsOf(tx, zones)}
+	n := eventNames{zones: zoneIDs{}, members: map[uint64]string{}, files: fileDenyPathsOf(tx, zones),
+		rules: ruleMembers{containers: map[uint64]*zone.Container{}}}
 	for i := range zones {
 		n.zones[zones[i].ID] = &zones[i]
 	}
@@ -135,8 +140,9 @@ func readEventNames(tx *zone.Tx) (eventNames, error) {
 	if err != nil {
 		return eventNames{}, err
 	}
-	for _, c := range cs {
+	for i, c := range cs {
 		n.members[c.CgroupID] = c.ID
+		n.rules.containers[c.CgroupID] = &cs[i]
 	}
 	return n, nil
 }
@@ -149,7 +155,10 @@ func (n *eventNames) event(ke KernelEvent) (zone.Event, bool) {
 	ze.Zone = "zone-" + strconv.FormatUint(uint64(ke.ZoneID), 10)
 	z := n.zones.at(ke.ZoneID, ze.Time)
 	if ke.RulePaths != nil {
-		p := ruledPath(z, ke.RulePaths)
+		p := ""
+		if z != nil {
+			p = ruledPath(z, ke.RulePaths, n.rules.member(ke.CgroupID), ke.FollowLast)
+		}
 		if p == "" {
 			return ze, false
 		}
@@ -179,27 +188,6 @@ func (n *eventNames) event(ke KernelEvent) (zone.Event, bool) {
 	}
 	ze.Object += ke.Outcome
 	return ze, true
-}
-
-// ruledPath is the first of paths that is, or is below, a deny or
-// read_only path of z's policy, or "" (also without a zone: a zone
-// deleted since, whose rules are gone).
-func ruledPath(z *zone.Zone, paths []string) string {
-	if z == nil {
-		return ""
-	}
-	fs := &z.Policy.Filesystem
-	for _, p := range paths {
-		if !path.IsAbs(p) {
-			continue // not resolved: cannot be told
-		}
-		for _, r := range [][]string{fs.Deny, fs.ReadOnly} {
-			if slices.ContainsFunc(r, func(rule string) bool { return within(p, rule) }) {
-				return path.Clean(p)
-			}
-		}
-	}
-	return ""
 }
 
 // Drain takes the events waiting in the kernel (see Enforcer.Drain).
@@ -280,6 +268,7 @@ func (ke *kernelEnforcer) kernelEvent(ev bpf.Event) KernelEvent {
 			// when a path it names is the zone's, and names it by that.
 			out.Op = ev.Op.String()
 			out.RulePaths = []string{ev.Path}
+			out.FollowLast = ev.Op == bpf.FileOpUnixConnect
 			if ev.NewPath != "" {
 				out.RulePaths = append(out.RulePaths, ev.NewPath)
 			}

@@ -371,6 +371,99 @@ check_passed() {
 	assert_success
 }
 
+@test "mount errors through a symlink, a '..' after one, a working directory entered by one, a path longer than an event's, and on another name of a denied file name the path the kernel took; a symlink out of a rule path leaves none" {
+	local b r long
+	long=srv/ro/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})
+	for b in r z; do
+		attack_bundle $b
+		cfg $b '.mounts += [{destination: "/scratch", type: "tmpfs", source: "tmpfs", options: ["nosuid"]}]'
+		r=$(bundle_dir $b)/rootfs
+		mkdir -p "$r/srv/ro/sub" "$r/tmp"
+		for f in a b c d; do echo $f >"$r/srv/ro/$f"; done
+		ln -s /srv/ro "$r/lnk"
+		ln -s etc "$r/etclnk"
+		ln -s /srv/ro/sub "$r/tmp/deep"
+		ln -s /scratch "$r/srv/ro/out"
+		mkdir -p "$r/$long"
+		echo deep >"$r/$long/f"
+	done
+	in_zone z links "$(guarded links)"
+	runc_run plain r
+	r=$(bundle_dir r)/rootfs
+
+	# Plain runc: each name reaches the file, which moves or goes.
+	in_ct runc_rt plain fileattack renameat / lnk/a tmp/a
+	assert_success
+	in_ct runc_rt plain fileattack renameat /tmp deep/../b b
+	assert_success
+	in_ct runc_rt plain sh -c 'cd /lnk && fileattack rename c /tmp/c'
+	assert_success
+	in_ct runc_rt plain rm /etclnk/shadow
+	assert_success
+	in_ct runc_rt plain fileattack renameat / $long/f tmp/f
+	assert_success
+	in_ct runc_rt plain rm /opt/shadow.bak
+	assert_success
+	in_ct runc_rt plain fileattack renameat / lnk/d tmp/d
+	assert_success
+	[[ -e $r/tmp/a && -e $r/tmp/b && -e $r/tmp/c && -e $r/tmp/f && ! -e $r/etc/shadow && ! -e $r/opt/shadow.bak ]] ||
+		fail "plain runc: the files did not move"
+	# /srv/ro/out/x is /scratch/x, a tmpfs of the container's own: its
+	# EXDEV is no rule's.
+	in_ct runc_rt plain sh -c 'echo x >/scratch/x && fileattack renameat / srv/ro/out/x tmp/x'
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+
+	run_ct zoned z
+	rexec zoned fileattack renameat / lnk/a tmp/a
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rexec zoned fileattack renameat /tmp deep/../b b
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rexec zoned sh -c 'cd /lnk && fileattack rename c /tmp/c'
+	assert_failure 1
+	assert_eq "$stderr" "rename: invalid cross-device link"
+	rexec zoned sh -c 'echo x >/scratch/x && fileattack renameat / srv/ro/out/x tmp/x'
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rexec zoned fileattack renameat / $long/f tmp/f
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	# The other name of the denied file in the image is held as it is.
+	rexec zoned rm /opt/shadow.bak
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/opt/shadow.bak': Device or resource busy"
+	rexec zoned rm /etclnk/shadow
+	assert_failure 1
+	assert_match "$stderr" "can't remove '/etclnk/shadow': Device or resource busy"
+	r=$(bundle_dir z)/rootfs
+	[[ -e $r/srv/ro/a && -e $r/srv/ro/b && -e $r/srv/ro/c && -e $r/$long/f && -e $r/etc/shadow && -e $r/opt/shadow.bak ]] ||
+		fail "a file of a rule path moved"
+
+	wait_event links '.control == "file" and .object == "rename /srv/ro/a (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "rename /srv/ro/b (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "rename /srv/ro/c (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "rename /'"$long"'/f (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+	wait_event links '.control == "file" and .object == "unlink /opt/shadow.bak (device or resource busy)" and .comm == "rm"' >/dev/null
+	wait_event links '.control == "file" and .object == "unlink /etc/shadow (device or resource busy)" and .comm == "rm"' >/dev/null
+	# The rename out of /scratch came before the unlink: its event would be
+	# there by now.
+	no_event links '.object | test("scratch|out|/x ")'
+	rrun rt zone verify links
+	assert_success
+
+	# A member stopped before the drain: its paths resolve in its root
+	# file system.
+	rexec zoned fileattack renameat / lnk/d tmp/d
+	assert_failure 1
+	assert_eq "$stderr" "renameat: invalid cross-device link"
+	rrun rt kill zoned KILL
+	assert_success
+	wait_status zoned stopped
+	wait_event links '.control == "file" and .object == "rename /srv/ro/d (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+}
+
 @test "writable_paths: metadata outside the writable paths fails with EROFS, inside it works" {
 	attack_bundle r
 	attack_bundle z

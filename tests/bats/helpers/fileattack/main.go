@@ -13,6 +13,7 @@
 //	fileattack connect PATH               print what the socket at PATH sends
 //	fileattack linkat DIR OLD NEW         linkat(2) with OLD and NEW relative to DIR
 //	fileattack renameat DIR OLD NEW       renameat(2) with OLD and NEW relative to DIR
+//	fileattack rename OLD NEW             rename(2): relative names from the working directory
 //
 // On failure the errno alone goes to stderr ("connect: no such file or
 // directory") and the exit status is 1.
@@ -86,6 +87,9 @@ func main() {
 		} else {
 			check("renameat", unix.Renameat(dir, a[2], dir, a[3]))
 		}
+	case "rename":
+		need(a, 3)
+		check("rename", unix.Rename(a[1], a[2]))
 	case "connect":
 		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: a[1], Net: "unix"})
 		check("connect", err)
@@ -119,7 +123,7 @@ func need(a []string, n int) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: fileattack setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME | setacl PATH | handle PATH | byhandle DIR TYPE HEX | listen PATH | connect PATH | linkat DIR OLD NEW | renameat DIR OLD NEW")
+	fmt.Fprintln(os.Stderr, "usage: fileattack setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME | setacl PATH | handle PATH | byhandle DIR TYPE HEX | listen PATH | connect PATH | linkat DIR OLD NEW | renameat DIR OLD NEW | rename OLD NEW")
 	os.Exit(2)
 }
 
