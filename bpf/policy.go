@@ -219,6 +219,49 @@ func (p ZonePolicy) Equal(q ZonePolicy) bool {
 	return reflect.DeepEqual(p.Normalize(), q.Normalize())
 }
 
+// Diff names what p holds that q does not and the reverse, field by field
+// (a list by its entries), for a verify report: a whole policy with
+// thousands of file denies says nothing a reader can use. It is "" when
+// the two are Equal.
+func (p ZonePolicy) Diff(q ZonePolicy) string {
+	a, b := reflect.ValueOf(p.Normalize()), reflect.ValueOf(q.Normalize())
+	var parts []string
+	for i := range a.NumField() {
+		name := a.Type().Field(i).Name
+		fa, fb := a.Field(i), b.Field(i)
+		if reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			continue
+		}
+		if fa.Kind() != reflect.Slice {
+			parts = append(parts, fmt.Sprintf("%s %v, not %v", name, fa.Interface(), fb.Interface()))
+			continue
+		}
+		only := func(x, y reflect.Value) []string {
+			var out []string
+			for j := range x.Len() {
+				found := false
+				for k := range y.Len() {
+					if reflect.DeepEqual(x.Index(j).Interface(), y.Index(k).Interface()) {
+						found = true
+						break
+					}
+				}
+				if !found {
+					out = append(out, fmt.Sprintf("%+v", x.Index(j).Interface()))
+				}
+			}
+			return out
+		}
+		if extra := only(fa, fb); len(extra) > 0 {
+			parts = append(parts, fmt.Sprintf("%s also %s", name, strings.Join(extra, " ")))
+		}
+		if missing := only(fb, fa); len(missing) > 0 {
+			parts = append(parts, fmt.Sprintf("%s lacks %s", name, strings.Join(missing, " ")))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 func normalizeEgress(rules []EgressRule) []EgressRule {
 	var out []EgressRule
 	for _, r := range rules {

@@ -544,7 +544,7 @@ func (ke *kernelEnforcer) Verify(z *ResolvedZone, r *zone.IsolationReport) {
 	} else if gotErr != nil {
 		r.Add("kernel policy", false, "read zone %d from the kernel: %v", z.ID, gotErr)
 	} else if !got.Equal(want) {
-		r.Add("kernel policy", false, "the kernel holds %+v, the stored policy (generation %d) asks for %+v: run 'rauha zone reconcile'", got.Normalize(), z.Generation, want.Normalize())
+		r.Add("kernel policy", false, "the kernel's policy differs from the stored one (generation %d): %s: run 'rauha zone reconcile'", z.Generation, got.Diff(want))
 	} else {
 		r.Add("kernel policy", true, "kernel maps equal the stored policy (generation %d)", z.Generation)
 	}
