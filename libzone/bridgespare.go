@@ -23,8 +23,9 @@ import (
 // removed that zone (the container's own), as the root's kernel programs
 // do; `zone delete` of the last bridged zone removes it, and so does
 // reconcile when no zone is bridged. No nftables rule names the spare
-// (the root's table goes with its last bridged zone) and it forwards
-// nothing.
+// (the masquerading rule of the root's table, which stays with it, judges
+// packets that came in through a bridge, and a spare has no port) and it
+// forwards nothing.
 const spareKind = "spare"
 
 func spareName(root string) string { return bridgePrefix + shortHash(root, 4) + "-spare" }
@@ -86,11 +87,10 @@ func (e *Engine) takeSpare(name, alias string) (netlink.Link, error) {
 		return nil, fmt.Errorf("rename spare bridge %s to %s: %w", spareName(e.root), name, err)
 	}
 	br.Attrs().Name = name
-	if err := setAlias(br, alias); err != nil {
-		return nil, err
-	}
-	// A park that died midway may have left addresses behind.
-	return br, flushAddrs(br)
+	// No address to flush: parkBridge gives the spare its alias only
+	// after removing every address of the bridge, down (where the kernel
+	// adds none); a park that died before that left no spare to take.
+	return br, setAlias(br, alias)
 }
 
 // dropSpare deletes the root's spare bridge, if any.
