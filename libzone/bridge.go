@@ -306,8 +306,10 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+name+"/forwarding", []byte("1"), 0o644); err != nil {
 		return nil, fmt.Errorf("zone %s: enable forwarding on %s: %w", zoneName, name, err)
 	}
-	if err := netlink.LinkSetUp(br); err != nil {
-		return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
+	if br.Attrs().Flags&net.FlagUp == 0 {
+		if err := netlink.LinkSetUp(br); err != nil {
+			return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
+		}
 	}
 	return br, e.ensureNAT()
 }

@@ -3,6 +3,7 @@ package libzone
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -54,15 +55,31 @@ func (e *Engine) parkBridge(br netlink.Link) bool {
 		return false
 	}
 	defer unlock()
-	if err := netlink.LinkSetName(br, spareName(e.root)); err != nil {
-		return false
+	return relink(br, spareName(e.root), spareAlias(e.root), false) == nil
+}
+
+// relink renames br and gives it alias, and sets it up when up, in one
+// request: the kernel renames before it changes the flags, so a bridge
+// parked down is renamed down, as kernels before 6.2 require.
+func relink(br netlink.Link, name, alias string, up bool) error {
+	la := netlink.NewLinkAttrs()
+	la.Index, la.Name, la.Alias = br.Attrs().Index, name, alias
+	if up {
+		la.Flags = net.FlagUp
 	}
-	return setAlias(br, spareAlias(e.root)) == nil
+	if err := netlink.LinkModify(&netlink.Bridge{LinkAttrs: la}); err != nil {
+		return err
+	}
+	br.Attrs().Name, br.Attrs().Alias = name, alias
+	if up {
+		br.Attrs().Flags |= net.FlagUp
+	}
+	return nil
 }
 
 // takeSpare renames the root's spare bridge, if there is one, to name with
-// alias and returns it, down and without addresses; nil if there is none
-// (or another create took it first).
+// alias and returns it, up and without addresses; nil if there is none (or
+// another create took it first).
 func (e *Engine) takeSpare(name, alias string) (netlink.Link, error) {
 	unlock, err := e.lockSpare()
 	if err != nil {
@@ -81,16 +98,16 @@ func (e *Engine) takeSpare(name, alias string) (netlink.Link, error) {
 		// alias: reconcile judges it; a new bridge is made meanwhile.
 		return nil, nil
 	}
-	if err := netlink.LinkSetName(br, name); errors.Is(err, unix.ENODEV) {
+	// No address to flush: parkBridge gives the spare its alias only
+	// after removing every address of the bridge, down (where the kernel
+	// adds none); a park that died before that left no spare to take. Up
+	// before its address: it has no port yet.
+	if err := relink(br, name, alias, true); errors.Is(err, unix.ENODEV) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("rename spare bridge %s to %s: %w", spareName(e.root), name, err)
 	}
-	br.Attrs().Name = name
-	// No address to flush: parkBridge gives the spare its alias only
-	// after removing every address of the bridge, down (where the kernel
-	// adds none); a park that died before that left no spare to take.
-	return br, setAlias(br, alias)
+	return br, nil
 }
 
 // dropSpare deletes the root's spare bridge, if any.
