@@ -12,12 +12,12 @@ import (
 )
 
 // A zone's bridge is not deleted with its zone: it is parked instead,
-// down, without addresses, under the root's spare name, and the next zone
-// that needs a bridge renames it to its own. Unregistering a network
+// without addresses or ports, under the root's spare name, and the next
+// zone that needs a bridge renames it to its own. Unregistering a network
 // device makes the kernel wait for an RCU grace period (rcu_barrier in
 // netdev_run_todo), 25-45 ms on the project's host, which a container in a
-// bridged zone of its own would otherwise pay at every delete; down,
-// rename and up take under 1 ms. (A bridge cannot be handed to a
+// bridged zone of its own would otherwise pay at every delete; a rename
+// takes under 1 ms. (A bridge cannot be handed to a
 // namespace of its own for the kernel to free later: bridges are
 // netns-local.) One spare per root: a second parked bridge is deleted.
 // The spare outlives the root's last bridged zone when a container delete
@@ -37,9 +37,6 @@ func spareAlias(root string) string { return linkAlias(root, spareKind, "bridge"
 // reports false when br could not be parked (a spare exists already, or a
 // step failed): the caller deletes br then.
 func (e *Engine) parkBridge(br netlink.Link) bool {
-	if err := netlink.LinkSetDown(br); err != nil {
-		return false
-	}
 	if flushAddrs(br) != nil {
 		return false
 	}
@@ -55,12 +52,23 @@ func (e *Engine) parkBridge(br netlink.Link) bool {
 		return false
 	}
 	defer unlock()
-	return relink(br, spareName(e.root), spareAlias(e.root), false) == nil
+	// The spare stays up: setting a device down waits for an RCU grace
+	// period (synchronize_net in dev_deactivate_many), and a bridge
+	// without a port has no carrier, so the kernel gives it no address
+	// and it forwards nothing. Kernels before 6.2 rename a device only
+	// while it is down.
+	err = relink(br, spareName(e.root), spareAlias(e.root), false)
+	if errors.Is(err, unix.EBUSY) {
+		if err = netlink.LinkSetDown(br); err == nil {
+			err = relink(br, spareName(e.root), spareAlias(e.root), false)
+		}
+	}
+	return err == nil
 }
 
 // relink renames br and gives it alias, and sets it up when up, in one
 // request: the kernel renames before it changes the flags, so a bridge
-// parked down is renamed down, as kernels before 6.2 require.
+// parked down is renamed down.
 func relink(br netlink.Link, name, alias string, up bool) error {
 	la := netlink.NewLinkAttrs()
 	la.Index, la.Name, la.Alias = br.Attrs().Index, name, alias
@@ -99,9 +107,9 @@ func (e *Engine) takeSpare(name, alias string) (netlink.Link, error) {
 		return nil, nil
 	}
 	// No address to flush: parkBridge gives the spare its alias only
-	// after removing every address of the bridge, down (where the kernel
-	// adds none); a park that died before that left no spare to take. Up
-	// before its address: it has no port yet.
+	// after removing every address of the bridge, which has no port (no
+	// carrier: the kernel adds none); a park that died before that left
+	// no spare to take. Up before its address: it has no port yet.
 	if err := relink(br, name, alias, true); errors.Is(err, unix.ENODEV) {
 		return nil, nil
 	} else if err != nil {

@@ -508,7 +508,7 @@ bridged_member() {
 	# Nothing of the zone or the container is on the host: no bridge or
 	# veth of theirs, no address or route of their subnets, no DNAT rule.
 	# The one interface of the root is the parked spare: the same device,
-	# down, without an address of any family, forwarding nothing; the
+	# without a port or an address of any family, forwarding nothing; the
 	# root's nftables table stays with it, its masquerading rule alone.
 	run ip link show "$br"
 	assert_failure
@@ -519,8 +519,9 @@ bridged_member() {
 	rrun ip -j -d link show "$spare"
 	assert_success
 	jqe --argjson i "$idx" --arg a "$(root_tag) spare bridge" \
-		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
-		fail "not ko's bridge parked down as the spare: $stdout"
+		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("LOWER_UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
+		fail "not ko's bridge parked as the spare, without carrier: $stdout"
+	[[ -z $(ip -o link show master "$spare") ]] || fail "the spare has ports: $(ip -o link show master "$spare")"
 	rrun ip -j addr show dev "$spare"
 	[[ $(jq '.[0].addr_info | length' <<<"$stdout") == 0 ]] || fail "the spare kept addresses: $stdout"
 	[[ -z $(ip route show dev "$spare"; ip -6 route show dev "$spare") ]] || fail "routes via the spare: $(ip route show dev "$spare"; ip -6 route show dev "$spare")"
@@ -631,8 +632,9 @@ consistent_network() {
 	rrun ip -j -d link show "$spare"
 	assert_success
 	jqe --argjson i "$idx" --arg a "$(root_tag) spare bridge" \
-		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
-		fail "not zone one's bridge parked down as the spare: $stdout"
+		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("LOWER_UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
+		fail "not zone one's bridge parked as the spare, without carrier: $stdout"
+	[[ -z $(ip -o link show master "$spare") ]] || fail "the spare has ports: $(ip -o link show master "$spare")"
 	rrun ip -j addr show dev "$spare"
 	[[ $(jq '.[0].addr_info | length' <<<"$stdout") == 0 ]] || fail "the spare kept addresses: $stdout"
 	consistent_network
