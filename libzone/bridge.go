@@ -143,81 +143,101 @@ func ownLink(name, alias string) (netlink.Link, error) {
 // plugMember wires a bridged member (its init is pid, waiting on the exec
 // fifo) to its zone's bridge: a veth pair with eth0 in the member's new
 // network namespace, its leased address, a default route via the bridge,
-// and the DNAT of its published ports. Its address is then in its
-// namespace for memberAddrs to register.
-func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) error {
+// and the DNAT of its published ports. It returns the addresses then in
+// the member's namespace, read as memberAddrs reads them, through the
+// handle it configured the namespace with.
+func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) ([]string, error) {
 	l := rec.Lease
 	br, err := e.ensureBridge(zoneName, l.Address.Masked(), l.Gateway)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if rec.Lease6 != nil {
 		if err := ensureBridge6(zoneName, br, rec.Lease6); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	ns, err := netns.GetFromPath("/proc/" + strconv.Itoa(pid) + "/ns/net")
 	if err != nil {
-		return fmt.Errorf("open the network namespace of pid %d: %w", pid, err)
+		return nil, fmt.Errorf("open the network namespace of pid %d: %w", pid, err)
 	}
 	defer ns.Close()
-	name, alias := vethName(e.root, rec.ID), linkAlias(e.root, "container", rec.ID)
-	if old, err := ownLink(name, alias); err != nil {
-		return err
-	} else if old != nil {
-		// Left by a create of the same id that died: its namespace may
-		// live on in a process that escaped its kill.
-		if err := netlink.LinkDel(old); err != nil {
-			return fmt.Errorf("remove stale interface %s: %w", name, err)
-		}
-	}
-	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: name, Alias: alias, MasterIndex: br.Attrs().Index},
-		PeerName:      memberLink,
-		PeerNamespace: netlink.NsFd(int(ns)),
-	}
-	if err := netlink.LinkAdd(veth); err != nil {
-		return fmt.Errorf("create veth %s for container %s: %w", name, rec.ID, err)
-	}
-	if err := setAlias(veth, alias); err != nil {
-		return err
-	}
-	if err := netlink.LinkSetUp(veth); err != nil {
-		return fmt.Errorf("set %s up: %w", name, err)
+	if err := e.addVeth(rec.ID, br, ns); err != nil {
+		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
-		return fmt.Errorf("netlink in the network namespace of pid %d: %w", pid, err)
+		return nil, fmt.Errorf("netlink in the network namespace of pid %d: %w", pid, err)
 	}
 	defer h.Close()
 	peer, err := h.LinkByName(memberLink)
 	if err != nil {
-		return fmt.Errorf("container %s: %s: %w", rec.ID, memberLink, err)
+		return nil, fmt.Errorf("container %s: %s: %w", rec.ID, memberLink, err)
 	}
 	// Without this, the kernel gives eth0 an IPv6 link-local address once
-	// the pair's carrier is up, which happens asynchronously: after
-	// memberAddrs read the namespace, an address never registered as the
+	// the pair's carrier is up, which happens asynchronously: after the
+	// namespace's addresses were read, an address never registered as the
 	// member's. A member's IPv6 address, if any, is its lease (plugMember6).
 	if err := h.LinkSetIP6AddrGenMode(peer, 1 /* IN6_ADDR_GEN_MODE_NONE */); err != nil && !errors.Is(err, unix.EAFNOSUPPORT) {
-		return fmt.Errorf("container %s: IPv6 address generation on %s: %w", rec.ID, memberLink, err)
+		return nil, fmt.Errorf("container %s: IPv6 address generation on %s: %w", rec.ID, memberLink, err)
 	}
 	if err := h.AddrAdd(peer, &netlink.Addr{IPNet: prefixIPNet(l.Address)}); err != nil {
-		return fmt.Errorf("container %s: address %s: %w", rec.ID, l.Address, err)
+		return nil, fmt.Errorf("container %s: address %s: %w", rec.ID, l.Address, err)
 	}
 	if err := h.LinkSetUp(peer); err != nil {
-		return fmt.Errorf("container %s: set %s up: %w", rec.ID, memberLink, err)
+		return nil, fmt.Errorf("container %s: set %s up: %w", rec.ID, memberLink, err)
 	}
 	if err := h.RouteAdd(&netlink.Route{LinkIndex: peer.Attrs().Index, Gw: l.Gateway.AsSlice()}); err != nil {
-		return fmt.Errorf("container %s: default route via %s: %w", rec.ID, l.Gateway, err)
+		return nil, fmt.Errorf("container %s: default route via %s: %w", rec.ID, l.Gateway, err)
 	}
 	if rec.Lease6 != nil {
 		if err := plugMember6(h, peer, rec); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	addrs, err := handleAddrs(h)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: addresses in the network namespace of pid %d: %w", rec.ID, pid, err)
+	}
+	return addrStrings(addrs), e.publishPorts(rec)
+}
+
+// addVeth makes container id's veth pair: its host end up on the bridge br
+// (one request), its peer eth0 in the network namespace ns.
+func (e *Engine) addVeth(id string, br netlink.Link, ns netns.NsHandle) error {
+	name, alias := vethName(e.root, id), linkAlias(e.root, "container", id)
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: name, Alias: alias, MasterIndex: br.Attrs().Index, Flags: net.FlagUp},
+		PeerName:      memberLink,
+		PeerNamespace: netlink.NsFd(int(ns)),
+	}
+	err := netlink.LinkAdd(veth)
+	if errors.Is(err, unix.EEXIST) {
+		// Left by a create of the same id that died: its namespace may
+		// live on in a process that escaped its kill.
+		old, oerr := ownLink(name, alias)
+		if oerr != nil {
+			return oerr
+		}
+		if old != nil {
+			if err := netlink.LinkDel(old); err != nil {
+				return fmt.Errorf("remove stale interface %s: %w", name, err)
+			}
+			err = netlink.LinkAdd(veth)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create veth %s for container %s: %w", name, id, err)
+	}
+	return setAlias(veth, alias)
+}
+
+// publishPorts adds the DNAT rules of the member's published ports.
+func (e *Engine) publishPorts(rec *zone.Container) error {
 	if len(rec.Ports) == 0 {
 		return nil
 	}
+	l := rec.Lease
 	c, err := natConn()
 	if err != nil {
 		return err
@@ -286,8 +306,10 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+name+"/forwarding", []byte("1"), 0o644); err != nil {
 		return nil, fmt.Errorf("zone %s: enable forwarding on %s: %w", zoneName, name, err)
 	}
-	if err := netlink.LinkSetUp(br); err != nil {
-		return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
+	if br.Attrs().Flags&net.FlagUp == 0 {
+		if err := netlink.LinkSetUp(br); err != nil {
+			return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
+		}
 	}
 	return br, e.ensureNAT()
 }
@@ -356,8 +378,8 @@ func (e *Engine) unplugMember(rec *zone.Container) error {
 }
 
 // zoneNet is what removing a zone from the store leaves to remove from the
-// host: its bridge and masquerading rule when it was bridged, and rauha's
-// nftables table of the root with its last bridged zone.
+// host: its bridge when it was bridged, and rauha's nftables table of the
+// root with its last bridged zone.
 type zoneNet struct {
 	name          string
 	bridged, last bool
@@ -375,8 +397,11 @@ func deleteZone(tx *zone.Tx, name string) (zoneNet, error) {
 
 // unplugZone removes what deleteZone left on the host. The zone's bridge
 // is parked as the root's spare (bridgespare.go) unless it was the root's
-// last bridged zone and keepSpare is false: then the bridge and any spare
-// go.
+// last bridged zone and keepSpare is false: then the bridge, any spare and
+// the root's nftables table go. With keepSpare, the table stays with the
+// spare for the next bridged zone: it then holds the masquerading rule
+// alone (the zone's members' port rules went with them), which rewrites
+// nothing that did not come in through a bridge of some zone.
 func (e *Engine) unplugZone(n zoneNet, keepSpare bool) error {
 	if !n.bridged {
 		return nil
@@ -390,7 +415,7 @@ func (e *Engine) unplugZone(n zoneNet, keepSpare bool) error {
 			errs = append(errs, fmt.Errorf("zone %s: remove bridge %s: %w", n.name, name, err))
 		}
 	}
-	if n.last {
+	if n.last && !keepSpare {
 		c, err := natConn()
 		if err == nil {
 			err = newNATTable(e.root).drop(c)
@@ -398,8 +423,6 @@ func (e *Engine) unplugZone(n zoneNet, keepSpare bool) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}
-	}
-	if n.last && !keepSpare {
 		if err := e.dropSpare(); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}

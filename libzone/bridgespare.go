@@ -3,6 +3,7 @@ package libzone
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -11,20 +12,21 @@ import (
 )
 
 // A zone's bridge is not deleted with its zone: it is parked instead,
-// down, without addresses, under the root's spare name, and the next zone
-// that needs a bridge renames it to its own. Unregistering a network
+// without addresses or ports, under the root's spare name, and the next
+// zone that needs a bridge renames it to its own. Unregistering a network
 // device makes the kernel wait for an RCU grace period (rcu_barrier in
 // netdev_run_todo), 25-45 ms on the project's host, which a container in a
-// bridged zone of its own would otherwise pay at every delete; down,
-// rename and up take under 1 ms. (A bridge cannot be handed to a
+// bridged zone of its own would otherwise pay at every delete; a rename
+// takes under 1 ms. (A bridge cannot be handed to a
 // namespace of its own for the kernel to free later: bridges are
 // netns-local.) One spare per root: a second parked bridge is deleted.
 // The spare outlives the root's last bridged zone when a container delete
 // removed that zone (the container's own), as the root's kernel programs
 // do; `zone delete` of the last bridged zone removes it, and so does
 // reconcile when no zone is bridged. No nftables rule names the spare
-// (the root's table goes with its last bridged zone) and it forwards
-// nothing.
+// (the masquerading rule of the root's table, which stays with it, judges
+// packets that came in through a bridge, and a spare has no port) and it
+// forwards nothing.
 const spareKind = "spare"
 
 func spareName(root string) string { return bridgePrefix + shortHash(root, 4) + "-spare" }
@@ -35,9 +37,6 @@ func spareAlias(root string) string { return linkAlias(root, spareKind, "bridge"
 // reports false when br could not be parked (a spare exists already, or a
 // step failed): the caller deletes br then.
 func (e *Engine) parkBridge(br netlink.Link) bool {
-	if err := netlink.LinkSetDown(br); err != nil {
-		return false
-	}
 	if flushAddrs(br) != nil {
 		return false
 	}
@@ -53,15 +52,42 @@ func (e *Engine) parkBridge(br netlink.Link) bool {
 		return false
 	}
 	defer unlock()
-	if err := netlink.LinkSetName(br, spareName(e.root)); err != nil {
-		return false
+	// The spare stays up: setting a device down waits for an RCU grace
+	// period (synchronize_net in dev_deactivate_many), and a bridge
+	// without a port has no carrier, so the kernel gives it no address
+	// and it forwards nothing. Kernels before 6.2 rename a device only
+	// while it is down.
+	err = relink(br, spareName(e.root), spareAlias(e.root), false)
+	if errors.Is(err, unix.EBUSY) {
+		if err = netlink.LinkSetDown(br); err == nil {
+			err = relink(br, spareName(e.root), spareAlias(e.root), false)
+		}
 	}
-	return setAlias(br, spareAlias(e.root)) == nil
+	return err == nil
+}
+
+// relink renames br and gives it alias, and sets it up when up, in one
+// request: the kernel renames before it changes the flags, so a bridge
+// parked down is renamed down.
+func relink(br netlink.Link, name, alias string, up bool) error {
+	la := netlink.NewLinkAttrs()
+	la.Index, la.Name, la.Alias = br.Attrs().Index, name, alias
+	if up {
+		la.Flags = net.FlagUp
+	}
+	if err := netlink.LinkModify(&netlink.Bridge{LinkAttrs: la}); err != nil {
+		return err
+	}
+	br.Attrs().Name, br.Attrs().Alias = name, alias
+	if up {
+		br.Attrs().Flags |= net.FlagUp
+	}
+	return nil
 }
 
 // takeSpare renames the root's spare bridge, if there is one, to name with
-// alias and returns it, down and without addresses; nil if there is none
-// (or another create took it first).
+// alias and returns it, up and without addresses; nil if there is none (or
+// another create took it first).
 func (e *Engine) takeSpare(name, alias string) (netlink.Link, error) {
 	unlock, err := e.lockSpare()
 	if err != nil {
@@ -80,17 +106,16 @@ func (e *Engine) takeSpare(name, alias string) (netlink.Link, error) {
 		// alias: reconcile judges it; a new bridge is made meanwhile.
 		return nil, nil
 	}
-	if err := netlink.LinkSetName(br, name); errors.Is(err, unix.ENODEV) {
+	// No address to flush: parkBridge gives the spare its alias only
+	// after removing every address of the bridge, which has no port (no
+	// carrier: the kernel adds none); a park that died before that left
+	// no spare to take. Up before its address: it has no port yet.
+	if err := relink(br, name, alias, true); errors.Is(err, unix.ENODEV) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("rename spare bridge %s to %s: %w", spareName(e.root), name, err)
 	}
-	br.Attrs().Name = name
-	if err := setAlias(br, alias); err != nil {
-		return nil, err
-	}
-	// A park that died midway may have left addresses behind.
-	return br, flushAddrs(br)
+	return br, nil
 }
 
 // dropSpare deletes the root's spare bridge, if any.

@@ -290,11 +290,11 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}
 	if adm.rec.Lease != nil {
-		if err := e.plugMember(adm.zone.Name, adm.rec, pid); err != nil {
+		// plugMember reads the namespace's addresses as memberAddrs does.
+		if adm.rec.Addresses, err = e.plugMember(adm.zone.Name, adm.rec, pid); err != nil {
 			return 0, fmt.Errorf("zone %s: container %s: bridged network: %w", adm.zone.Name, lc.ID(), err)
 		}
-	}
-	if adm.rec.Addresses, err = memberAddrs(adm.config, pid); err != nil {
+	} else if adm.rec.Addresses, err = memberAddrs(adm.config, pid); err != nil {
 		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}
 	adm.rec.Pid = pid // a learning zone reads the init's mount namespace

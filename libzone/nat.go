@@ -20,7 +20,10 @@ import (
 // masquerading rule for all of them, and the DNAT of published ports.
 // rauha adds, removes and rebuilds rules in this table only (never another
 // table's), each port rule tagged (UserData) with its container, makes the
-// table with the root's first bridged zone and deletes it with the last.
+// table with the root's first bridged zone and deletes it with the last,
+// unless a container delete removed that zone (the container's own): then
+// the table stays with the spare bridge (unplugZone) until the next
+// bridged zone, `zone delete` of the last one or reconcile.
 type natTable struct {
 	table *nftables.Table
 }

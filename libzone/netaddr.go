@@ -43,9 +43,19 @@ func netnsAddrs(pid int) ([]netip.Addr, error) {
 		return nil, fmt.Errorf("netlink in the network namespace of pid %d: %w", pid, err)
 	}
 	defer h.Close()
-	list, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	out, err := handleAddrs(h)
 	if err != nil {
 		return nil, fmt.Errorf("addresses in the network namespace of pid %d: %w", pid, err)
+	}
+	return out, nil
+}
+
+// handleAddrs lists, sorted, the non-loopback addresses of every interface
+// in the network namespace of the netlink handle h.
+func handleAddrs(h *netlink.Handle) ([]netip.Addr, error) {
+	list, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, err
 	}
 	var out []netip.Addr
 	for _, a := range list {

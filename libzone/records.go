@@ -97,7 +97,8 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 		}
 	}
 	// Like the kernel programs, the bridge of the root's last bridged zone
-	// stays for the next create, parked as the spare.
+	// stays for the next create, parked as the spare, and so does the
+	// root's nftables table.
 	if err := e.unplugZone(net, true); err != nil {
 		errs = append(errs, err)
 	}

@@ -389,14 +389,17 @@ spare_name() { echo "rz$(r4)-spare"; }
 
 # assert_clean [kept]: nothing of this root is left: no interface (by
 # name, with or without an alias), nftables table, record, zone or kernel
-# pin (the pins and the spare bridge are kept by delete, which leaves them
-# to the next create: "kept").
+# pin (the pins, the spare bridge and the nftables table with its
+# masquerading rule alone are kept by delete, which leaves them to the next
+# create: "kept").
 assert_clean() {
 	local links
 	links=$(root_links)
 	[[ ${1:-} != kept ]] || links=$(grep -vxF "$(spare_name)" <<<"$links" || true)
 	[[ -z $links ]] || fail "interfaces left: $links"
-	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
+	if [[ ${1:-} == kept ]]; then
+		[[ -z $(nft_rules | grep -v masquerade) ]] || fail "nftables rules left: $(nft list table inet "$(nft_table)")"
+	elif nft list table inet "$(nft_table)" >/dev/null 2>&1; then
 		fail "nftables table left: $(nft list table inet "$(nft_table)")"
 	fi
 	rrun rt list -q
@@ -503,9 +506,10 @@ bridged_member() {
 	rrun rt delete --force ko
 	assert_success
 	# Nothing of the zone or the container is on the host: no bridge or
-	# veth of theirs, no address or route of their subnets, no nftables
-	# table. The one interface of the root is the parked spare: the same
-	# device, down, without an address of any family, forwarding nothing.
+	# veth of theirs, no address or route of their subnets, no DNAT rule.
+	# The one interface of the root is the parked spare: the same device,
+	# without a port or an address of any family, forwarding nothing; the
+	# root's nftables table stays with it, its masquerading rule alone.
 	run ip link show "$br"
 	assert_failure
 	run ip link show "$veth"
@@ -515,17 +519,17 @@ bridged_member() {
 	rrun ip -j -d link show "$spare"
 	assert_success
 	jqe --argjson i "$idx" --arg a "$(root_tag) spare bridge" \
-		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
-		fail "not ko's bridge parked down as the spare: $stdout"
+		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("LOWER_UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
+		fail "not ko's bridge parked as the spare, without carrier: $stdout"
+	[[ -z $(ip -o link show master "$spare") ]] || fail "the spare has ports: $(ip -o link show master "$spare")"
 	rrun ip -j addr show dev "$spare"
 	[[ $(jq '.[0].addr_info | length' <<<"$stdout") == 0 ]] || fail "the spare kept addresses: $stdout"
 	[[ -z $(ip route show dev "$spare"; ip -6 route show dev "$spare") ]] || fail "routes via the spare: $(ip route show dev "$spare"; ip -6 route show dev "$spare")"
 	if [[ -e /proc/sys/net/ipv6/conf/$spare/force_forwarding ]]; then
 		[[ $(cat "/proc/sys/net/ipv6/conf/$spare/force_forwarding") == 0 ]] || fail "the spare still forwards IPv6"
 	fi
-	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
-		fail "nftables table left: $(nft list table inet "$(nft_table)")"
-	fi
+	[[ $(nft_rules | grep -c .) -eq 1 && -n $(nft_rules | grep masquerade) ]] ||
+		fail "want the table with the masquerading rule alone: $(nft list table inet "$(nft_table)" 2>&1)"
 	assert_clean kept
 
 	# The next container of its own takes the spare: same device, its own
@@ -539,12 +543,17 @@ bridged_member() {
 	assert_success
 	ip link show "$spare" >/dev/null || fail "no spare after the second delete"
 
-	# Reconcile removes the spare: no zone of the root is bridged.
+	# Reconcile removes the spare and the table: no zone of the root is
+	# bridged.
 	rrun rt zone reconcile
 	assert_success
 	assert_match "$output" "$spare"
+	assert_match "$output" "removed nftables table $(nft_table)"
 	assert_clean kept
 	[[ -z $(root_links) ]] || fail "interfaces left after reconcile: $(root_links)"
+	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
+		fail "nftables table left after reconcile: $(nft list table inet "$(nft_table)")"
+	fi
 
 	# zone delete of the last bridged zone removes the spare too.
 	bridged_zone z1
@@ -561,6 +570,9 @@ bridged_member() {
 	assert_success
 	assert_clean kept
 	[[ -z $(root_links) ]] || fail "interfaces left after the last zone delete: $(root_links)"
+	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
+		fail "nftables table left after the last zone delete: $(nft list table inet "$(nft_table)")"
+	fi
 }
 
 # assert_no_network: nothing of this root's bridged networking is left.
@@ -620,8 +632,9 @@ consistent_network() {
 	rrun ip -j -d link show "$spare"
 	assert_success
 	jqe --argjson i "$idx" --arg a "$(root_tag) spare bridge" \
-		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
-		fail "not zone one's bridge parked down as the spare: $stdout"
+		'.[0] | .ifindex == $i and .ifalias == $a and (.flags | index("LOWER_UP") | not) and .linkinfo.info_kind == "bridge"' <<<"$stdout" >/dev/null ||
+		fail "not zone one's bridge parked as the spare, without carrier: $stdout"
+	[[ -z $(ip -o link show master "$spare") ]] || fail "the spare has ports: $(ip -o link show master "$spare")"
 	rrun ip -j addr show dev "$spare"
 	[[ $(jq '.[0].addr_info | length' <<<"$stdout") == 0 ]] || fail "the spare kept addresses: $stdout"
 	consistent_network
