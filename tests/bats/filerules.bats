@@ -77,6 +77,17 @@ in_ct() {
 # perms FILE: mode, owner and mtime of a file on the host.
 perms() { stat -c '%a %u:%g %Y' "$1"; }
 
+# round I: the loops of the two running containers (bundles r and z, run
+# as plain and zoned) take round I; it returns when both have finished it.
+round() {
+	touch "$(bundle_dir r)/rootfs/tmp/go$1" "$(bundle_dir z)/rootfs/tmp/go$1"
+	retry 100 0.1 grep -q "^$1 done" "$BATS_TEST_TMPDIR/plain.out"
+	retry 100 0.1 grep -q "^$1 done" "$BATS_TEST_TMPDIR/zoned.out"
+}
+
+# said NAME I: what container NAME printed in round I.
+said() { grep "^$2 " "$BATS_TEST_TMPDIR/$1.out"; }
+
 # check_passed ZONE NAME: verify's check NAME passed.
 check_passed() {
 	rrun rt zone verify "$1" --format json
@@ -629,10 +640,9 @@ late_bundle() {
 	pid=$(ct_pid zoned)
 
 	# Before the update the zoned process reads and writes them all.
-	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	round 0
 	for b in plain zoned; do
-		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
-		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 /data/secret=secret\n0 /opt/secret.bak=secret\n0 /data/dir/key=key\n0 write=ok\n0 done'
+		assert_eq "$(said $b 0)" $'0 /data/secret=secret\n0 /opt/secret.bak=secret\n0 /data/dir/key=key\n0 write=ok\n0 done'
 	done
 
 	rrun rt zone update held --policy "$(policy held2 <<-'EOF'
@@ -647,11 +657,9 @@ late_bundle() {
 	# (the init, never exec'd again) is denied: the null device on the
 	# denied file and on its other name (EACCES), the empty tmpfs on the
 	# denied directory (ENOENT), the read-only copy of /srv/ro (EROFS).
-	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
-	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
-	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 /data/secret=secret\n1 /opt/secret.bak=secret\n1 /data/dir/key=key\n1 write=ok\n1 done'
-	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
-	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 /data/secret=fail\n1 /opt/secret.bak=fail\n1 /data/dir/key=fail\n1 write=fail\n1 done'
+	round 1
+	assert_eq "$(said plain 1)" $'1 /data/secret=secret\n1 /opt/secret.bak=secret\n1 /data/dir/key=key\n1 write=ok\n1 done'
+	assert_eq "$(said zoned 1)" $'1 /data/secret=fail\n1 /opt/secret.bak=fail\n1 /data/dir/key=fail\n1 write=fail\n1 done'
 	assert_eq "$(ct_pid zoned)" "$pid"
 	local err
 	err=$(cat "$BATS_TEST_TMPDIR/zoned.err")
@@ -795,10 +803,9 @@ late_bundle() {
 	)"
 	runc_run plain r
 	run_ct zoned z
-	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	round 0
 	for b in plain zoned; do
-		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
-		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 root=ok\n0 tmp=ok\n0 done'
+		assert_eq "$(said $b 0)" $'0 root=ok\n0 tmp=ok\n0 done'
 	done
 
 	rrun rt zone update wupd --policy "$(policy wupd2 <<-'EOF'
@@ -808,11 +815,9 @@ late_bundle() {
 	EOF
 	)"
 	assert_success
-	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
-	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
-	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 root=ok\n1 tmp=ok\n1 done'
-	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
-	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 root=fail\n1 tmp=ok\n1 done'
+	round 1
+	assert_eq "$(said plain 1)" $'1 root=ok\n1 tmp=ok\n1 done'
+	assert_eq "$(said zoned 1)" $'1 root=fail\n1 tmp=ok\n1 done'
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't create /srv/ro/file: Read-only file system"
 	assert_eq "$(cat "$(bundle_dir z)/rootfs/tmp/f")" $'w\nw'
 	wait_event wupd '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
@@ -847,10 +852,9 @@ late_bundle() {
 	)"
 	runc_run plain r
 	run_ct zoned z
-	touch "$(bundle_dir r)/rootfs/tmp/go0" "$(bundle_dir z)/rootfs/tmp/go0"
+	round 0
 	for b in plain zoned; do
-		retry 100 0.1 grep -q '^0 done' "$BATS_TEST_TMPDIR/$b.out"
-		assert_eq "$(grep '^0 ' "$BATS_TEST_TMPDIR/$b.out")" $'0 secret=secret\n0 write=ok\n0 done'
+		assert_eq "$(said $b 0)" $'0 secret=secret\n0 write=ok\n0 done'
 	done
 	rrun rt zone update usr --policy "$(policy usr2 <<-'EOF'
 		[filesystem]
@@ -859,11 +863,9 @@ late_bundle() {
 	EOF
 	)"
 	assert_success
-	touch "$(bundle_dir r)/rootfs/tmp/go1" "$(bundle_dir z)/rootfs/tmp/go1"
-	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/plain.out"
-	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/plain.out")" $'1 secret=secret\n1 write=ok\n1 done'
-	retry 100 0.1 grep -q '^1 done' "$BATS_TEST_TMPDIR/zoned.out"
-	assert_eq "$(grep '^1 ' "$BATS_TEST_TMPDIR/zoned.out")" $'1 secret=fail\n1 write=fail\n1 done'
+	round 1
+	assert_eq "$(said plain 1)" $'1 secret=secret\n1 write=ok\n1 done'
+	assert_eq "$(said zoned 1)" $'1 secret=fail\n1 write=fail\n1 done'
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" $'sh: can\'t open /data/secret: Permission denied\nsh: can\'t create /srv/ro/file: Read-only file system'
 	# Root of the user namespace holds no CAP_SYS_ADMIN here either.
 	rexec zoned umount /data/secret
