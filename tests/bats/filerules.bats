@@ -88,6 +88,24 @@ round() {
 # said NAME I: what container NAME printed in round I.
 said() { grep "^$2 " "$BATS_TEST_TMPDIR/$1.out"; }
 
+# start_both ZONE WANT: zone ZONE (denying /etc/shadow alone) for bundle z;
+# bundle r runs under plain runc as plain, z in the zone as zoned; both take
+# round 0, which must print WANT.
+start_both() {
+	in_zone z "$1" "$(policy "$1" <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	runc_run plain r
+	run_ct zoned z
+	round 0
+	local b
+	for b in plain zoned; do
+		assert_eq "$(said $b 0)" "$2"
+	done
+}
+
 # check_passed ZONE NAME: verify's check NAME passed.
 check_passed() {
 	rrun rt zone verify "$1" --format json
@@ -629,21 +647,9 @@ late_bundle() {
 	done
 	# The zone denies /etc/shadow from create: the seccomp rule against
 	# file handles is in place (update cannot add it to running processes).
-	in_zone z held "$(policy held <<-'EOF'
-		[filesystem]
-		deny = ["/etc/shadow"]
-	EOF
-	)"
-	runc_run plain r
-	run_ct zoned z
+	start_both held $'0 /data/secret=secret\n0 /opt/secret.bak=secret\n0 /data/dir/key=key\n0 write=ok\n0 done'
 	local pid
 	pid=$(ct_pid zoned)
-
-	# Before the update the zoned process reads and writes them all.
-	round 0
-	for b in plain zoned; do
-		assert_eq "$(said $b 0)" $'0 /data/secret=secret\n0 /opt/secret.bak=secret\n0 /data/dir/key=key\n0 write=ok\n0 done'
-	done
 
 	rrun rt zone update held --policy "$(policy held2 <<-'EOF'
 		[filesystem]
@@ -796,17 +802,7 @@ late_bundle() {
 		echo "$i done"; i=$((i+1)); done'
 	attack_bundle r sh -c "$script"
 	attack_bundle z sh -c "$script"
-	in_zone z wupd "$(policy wupd <<-'EOF'
-		[filesystem]
-		deny = ["/etc/shadow"]
-	EOF
-	)"
-	runc_run plain r
-	run_ct zoned z
-	round 0
-	for b in plain zoned; do
-		assert_eq "$(said $b 0)" $'0 root=ok\n0 tmp=ok\n0 done'
-	done
+	start_both wupd $'0 root=ok\n0 tmp=ok\n0 done'
 
 	rrun rt zone update wupd --policy "$(policy wupd2 <<-'EOF'
 		[filesystem]
@@ -845,17 +841,7 @@ late_bundle() {
 		chmod o+x "$d"
 		d=$(dirname "$d")
 	done
-	in_zone z usr "$(policy usr <<-'EOF'
-		[filesystem]
-		deny = ["/etc/shadow"]
-	EOF
-	)"
-	runc_run plain r
-	run_ct zoned z
-	round 0
-	for b in plain zoned; do
-		assert_eq "$(said $b 0)" $'0 secret=secret\n0 write=ok\n0 done'
-	done
+	start_both usr $'0 secret=secret\n0 write=ok\n0 done'
 	rrun rt zone update usr --policy "$(policy usr2 <<-'EOF'
 		[filesystem]
 		read_only = ["/srv/ro"]
