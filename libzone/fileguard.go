@@ -50,7 +50,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
@@ -80,7 +79,7 @@ const denyMask = "/dev/null"
 // where Landlock has no right for it (see the top of this file).
 func guardFiles(p *zone.Policy, cfg *configs.Config) error {
 	fs := p.Filesystem
-	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
+	if !heldByMounts(&fs) {
 		return nil
 	}
 	root, err := unix.Open(cfg.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -190,7 +189,7 @@ func writableBinds(root int, cfg *configs.Config, writable []string) ([]*configs
 		} else if err != nil {
 			return nil, fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
 		}
-		src, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		src, err := fdPath(fd)
 		unix.Close(fd)
 		if err != nil {
 			return nil, fmt.Errorf("filesystem.writable_paths %s: %w", w, err)
@@ -228,6 +227,13 @@ func readOnlyMounts(cfg *configs.Config, p string) {
 }
 
 // within reports whether q is p or beneath it, compared as clean paths.
+// heldByMounts reports whether the fallback holds some of fs's rules with
+// mounts of the containers (read_only, deny, writable_paths): at create
+// (guardFiles) and in running members at a zone update (guardRunning).
+func heldByMounts(fs *zone.Filesystem) bool {
+	return fs.WritablePaths != nil || len(fs.ReadOnly)+len(fs.Deny) > 0
+}
+
 func within(q, p string) bool {
 	q, p = path.Clean(q), path.Clean(p)
 	return q == p || p == "/" || strings.HasPrefix(q, p+"/")

@@ -100,7 +100,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	if roRoot {
 		writable = *fs.WritablePaths
 	}
-	if fs.WritablePaths == nil && len(fs.ReadOnly)+len(fs.Deny) == 0 {
+	if !heldByMounts(&fs) {
 		return nil
 	}
 	if !initAlive(m.Pid, m.StartTime) {
@@ -169,11 +169,13 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	// would be hidden under the copy), then the copies, then the mounts
 	// made read-only where they are.
 	var ops []guardOp
+	linksAtCreate := deniedLinks(m.Config)
 	for _, d := range append(slices.Clone(fs.Deny), links...) {
 		if d == "/" {
 			continue // as at create: Landlock denies it all, nothing would run
 		}
-		st, err := statIn(root, strings.TrimPrefix(path.Clean(d), "/"))
+		rel := strings.TrimPrefix(path.Clean(d), "/")
+		st, err := statIn(root, rel)
 		if err != nil {
 			return fmt.Errorf("filesystem.deny %s: %w", d, err)
 		}
@@ -181,13 +183,13 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 			// Missing in the rootfs and the bind sources too (guardFiles
 			// made the mount point there where it could): on the
 			// container's own tmpfs it is made here, in its view.
-			err := makeMountpoint(root, "the container's root", strings.TrimPrefix(path.Clean(d), "/"), &cfg)
+			err := makeMountpoint(root, "the container's root", rel, &cfg)
 			if errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOENT) {
 				continue // proc, sysfs, a read-only file system: verify names it, as at create
 			} else if err != nil {
 				return fmt.Errorf("filesystem.deny %s: cannot make the mount point that denies it: %w", d, err)
 			}
-			if st, err = statIn(root, strings.TrimPrefix(path.Clean(d), "/")); err != nil || st == nil {
+			if st, err = statIn(root, rel); err != nil || st == nil {
 				return fmt.Errorf("filesystem.deny %s: the mount point made for it is gone: %v", d, err)
 			}
 		}
@@ -203,7 +205,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		// Denied at create, the Landlock domains of its processes deny
 		// the file and a read-only mount holds the rest; else the null
 		// device must.
-		wasDenied := slices.Contains(old.Filesystem.Deny, d) || slices.Contains(deniedLinks(m.Config), d)
+		wasDenied := slices.Contains(old.Filesystem.Deny, d) || slices.Contains(linksAtCreate, d)
 		if wasDenied && held(mounts, d, false, m.Pid) {
 			continue
 		}

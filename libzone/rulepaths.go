@@ -167,13 +167,11 @@ func fdPath(fd int) (string, error) {
 
 // below is name relative to root, "/"-rooted, when it is root or below it.
 func below(name, root string) (string, bool) {
-	switch {
-	case root == "/":
-		return name, true
-	case name == root:
-		return "/", true
-	case strings.HasPrefix(name, root+"/"):
-		return name[len(root):], true
+	if !within(name, root) {
+		return "", false
 	}
-	return "", false
+	if root == "/" {
+		return name, true
+	}
+	return "/" + strings.TrimPrefix(name[len(root):], "/"), true
 }

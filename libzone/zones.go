@@ -270,8 +270,7 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 // process, the mounts that hold rz's file rules (fileguardupdate.go); old
 // is the policy the zone had.
 func (e *Engine) guardMembers(enf Enforcer, old *zone.Policy, rz *ResolvedZone) error {
-	fs := rz.Policy.Filesystem
-	if len(fs.ReadOnly)+len(fs.Deny) == 0 {
+	if !heldByMounts(&rz.Policy.Filesystem) {
 		return nil
 	}
 	var (
