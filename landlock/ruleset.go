@@ -38,7 +38,9 @@ func (r Rules) restrictsWrites() bool {
 	return len(r.Writable) > 0 || len(r.ReadOnly) > 0 || len(r.Deny) > 0
 }
 
-func (r Rules) restrictsExec() bool {
+// RestrictsExec reports whether a domain of r handles the execute right,
+// and so can refuse an execve (a denied path is not executable either).
+func (r Rules) RestrictsExec() bool {
 	return len(r.ExecAllow) > 0 || len(r.ExecDeny) > 0 || len(r.Deny) > 0
 }
 
@@ -84,7 +86,7 @@ func newPlan(abi int, r Rules) plan {
 	if len(r.ExecDeny) > 0 {
 		p.handled |= fs & unix.LANDLOCK_ACCESS_FS_READ_FILE
 	}
-	if r.restrictsExec() {
+	if r.RestrictsExec() {
 		p.handled |= fs & accessExec
 	}
 	var un []string
@@ -92,7 +94,7 @@ func newPlan(abi int, r Rules) plan {
 		if r.restrictsWrites() {
 			un = append(un, "filesystem")
 		}
-		if r.restrictsExec() {
+		if r.RestrictsExec() {
 			un = append(un, "exec")
 		}
 	} else if abi < 3 && r.restrictsWrites() {

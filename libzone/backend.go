@@ -355,6 +355,12 @@ func wrapExecErr(z *zone.Zone, err error) error {
 func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
 	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
+	if initPid == 0 && !rules.RestrictsExec() {
+		// A domain that cannot refuse the init's execve has nothing to
+		// report: start returns at the exec fifo, as runc's does, instead
+		// of waiting for the exec (create found the command already).
+		execStatus = nil
+	}
 	if initPid != 0 {
 		root := procRoot(initPid)
 		if err := process.LookPathIn(root, p); err != nil {

@@ -53,6 +53,7 @@ func exitOn(err error) {
 type config struct {
 	rauha       string
 	runcs       []string // name=path
+	policies    []string // name=policy file or preset: extra rauha lifecycle runtimes
 	bundle      string   // base bundle from scripts/make-bundle.sh (config.json + rootfs)
 	work        string   // per-container bundles and state roots
 	cgPrefix    string
@@ -80,7 +81,7 @@ type config struct {
 
 func runBench(args []string) error {
 	var c config
-	var runcs, scale, skip, only string
+	var runcs, scale, skip, only, policies string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&c.rauha, "rauha", "./rauha", "rauha binary")
 	fs.StringVar(&runcs, "runc", "runc-1.1.5=/usr/sbin/runc", "comma-separated NAME=PATH of runc builds to compare with")
@@ -104,6 +105,7 @@ func runBench(args []string) error {
 	fs.StringVar(&c.zoneNetAddr, "zonenet-addr", "10.235.2.2:5201", "the zone-to-zone part's runc listener (IPv4:port, a /24 whose first address is its gateway)")
 	var zoneNetSubnets string
 	fs.StringVar(&zoneNetSubnets, "zonenet-subnets", "10.234.1.0/24,10.234.2.0/24", "subnets of the zone-to-zone part's two rauha zones (/24)")
+	fs.StringVar(&policies, "policy", "", "comma-separated NAME=POLICY: more rauha lifecycle runtimes, rauha-NAME in a zone of its own per container with POLICY (a preset or a policy file), to attribute a zone's cost to its controls")
 	fs.StringVar(&only, "lifecycle-only", "", "comma-separated runtimes the lifecycle part runs (e.g. rauha-isolated,rauha-bridged,rauha-bridged-zone); empty: all")
 	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,probe,update,net,zonenet,scale")
 	if err := fs.Parse(args); err != nil {
@@ -115,9 +117,8 @@ func runBench(args []string) error {
 	if !filepath.IsAbs(c.cgPrefix) {
 		return fmt.Errorf("-cgroup-prefix %q must be absolute", c.cgPrefix)
 	}
-	for _, r := range splitList(runcs) {
-		c.runcs = append(c.runcs, r)
-	}
+	c.runcs = splitList(runcs)
+	c.policies = splitList(policies)
 	if c.netRounds < 1 || c.netBulkMiB < 1 || c.netRequests < 1 || c.netConns < 1 {
 		return fmt.Errorf("-net-rounds, -net-bulk-mib, -net-requests and -net-conns must be at least 1")
 	}

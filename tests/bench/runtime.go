@@ -161,10 +161,18 @@ func newBench(c config) (*bench, error) {
 	if err := os.WriteFile(bridged, []byte("[network]\nmode = \"bridged\"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	for _, v := range []struct{ name, policy string }{
+	variants := []struct{ name, policy string }{
 		{"rauha", ""}, {"rauha-privileged", "privileged"}, {"rauha-strict", "strict"}, {"rauha-egress", egress},
 		{"rauha-isolated", isolated}, {"rauha-bridged", bridged}, {"rauha-bridged-zone", bridged},
-	} {
+	}
+	for _, p := range c.policies {
+		name, policy, ok := strings.Cut(p, "=")
+		if !ok || name == "" || policy == "" {
+			return nil, fmt.Errorf("-policy %q: want NAME=POLICY", p)
+		}
+		variants = append(variants, struct{ name, policy string }{"rauha-" + name, policy})
+	}
+	for _, v := range variants {
 		var ann map[string]string
 		if v.policy != "" {
 			ann = map[string]string{"org.rauha.policy": v.policy}
