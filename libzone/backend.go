@@ -355,10 +355,11 @@ func wrapExecErr(z *zone.Zone, err error) error {
 func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
 	rules := ke.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
-	if initPid == 0 && !rules.RestrictsExec() {
-		// A domain that cannot refuse the init's execve has nothing to
-		// report: start returns at the exec fifo, as runc's does, instead
-		// of waiting for the exec (create found the command already).
+	if initPid == 0 && !rules.RestrictsExec() && !ke.denyListsJudgeExec(&z.Policy) {
+		// When neither the domain nor the bpf-lsm deny lists can refuse
+		// the init's execve there is nothing to report: start returns at
+		// the exec fifo, as runc's does, instead of waiting for the exec
+		// (create found the command already).
 		execStatus = nil
 	}
 	if initPid != 0 {
@@ -413,7 +414,7 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 // its first deny list between create and start is not covered.
 func (ke *kernelEnforcer) prepareExecReport(z *zone.Zone, p *libcontainer.Process, execStatus *os.File) (started func(pid int) error, release func(), err error) {
 	noop := func() {}
-	if !ke.k.LSM() || execStatus == nil || len(z.Policy.Filesystem.Deny)+len(z.Policy.Exec.Deny) == 0 {
+	if execStatus == nil || !ke.denyListsJudgeExec(&z.Policy) {
 		return nil, noop, nil
 	}
 	orig := &libcontainer.Process{Args: p.Args, Env: p.Env, Cwd: p.Cwd}
@@ -423,6 +424,12 @@ func (ke *kernelEnforcer) prepareExecReport(z *zone.Zone, p *libcontainer.Proces
 	}
 	started = func(pid int) error { return process.LookPathIn(procRoot(pid), orig) }
 	return started, cleanup, nil
+}
+
+// denyListsJudgeExec reports whether the bpf-lsm deny lists, which are not
+// part of the Landlock domain there, can refuse an execve of p's zone.
+func (ke *kernelEnforcer) denyListsJudgeExec(p *zone.Policy) bool {
+	return ke.k.LSM() && len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0
 }
 
 func wrapLandlockErr(z *zone.Zone, err error) error {
