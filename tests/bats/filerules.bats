@@ -859,3 +859,79 @@ late_bundle() {
 	check_passed usr "container zoned: denied paths"
 	check_passed usr "container zoned: read-only paths"
 }
+
+@test "zone update: new exec rules close written, copied and memfd code and new exec.deny files to a process already running" {
+	# The init is the attacker, as above: at each go file it runs a copy of
+	# busybox it writes to /tmp, an executable memfd (asked with MFD_EXEC,
+	# and without flags), and a binary the update denies. Its children
+	# inherit the init's Landlock domain, made before the zone had exec
+	# rules: only the mounts and vm.memfd_noexec the update makes hold them.
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		mkdir /tmp/c$i; cp /bin/busybox /tmp/c$i/true; /tmp/c$i/true; echo "$i copy=$?"
+		/usr/local/bin/execroute memfd-exec exec /bin/busybox true; echo "$i memfd-exec=$?"
+		/usr/local/bin/execroute memfd-exec noflags /bin/busybox true; echo "$i memfd=$?"
+		/opt/deny/true; echo "$i deny=$?"
+		/opt/out/true; echo "$i outside=$?"
+		echo "$i done"; i=$((i+1)); done'
+	local b r host
+	host=$(cat /proc/sys/vm/memfd_noexec)
+	for b in r z; do
+		make_bundle $b sh -c "$script"
+		r=$(bundle_dir $b)/rootfs
+		mkdir -p "$r/usr/local/bin"
+		cp "$(build_helper execroute)" "$r/usr/local/bin/execroute"
+		# Copies, not links: busybox runs the applet its name names.
+		mkdir -p "$r/opt/deny" "$r/opt/out"
+		cp "$BUSYBOX" "$r/opt/deny/true"
+		cp "$BUSYBOX" "$r/opt/out/true"
+	done
+	start_both xupd $'0 copy=0\n0 memfd-exec=0\n0 memfd=0\n0 deny=0\n0 outside=0\n0 done'
+	local pid
+	pid=$(ct_pid zoned)
+	rrun rt zone verify --container zoned --format json
+	[[ $stdout != *"exec: writable paths noexec"* ]] || fail "verify checks exec routes before the zone has exec rules: $stdout"
+
+	rrun rt zone update xupd --policy "$(policy xupd2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		deny = ["/etc/shadow"]
+		[exec]
+		allow = ["/bin", "/usr/local/bin"]
+		deny = ["/opt/deny/true"]
+	EOF
+	)"
+	assert_success
+
+	# Plain runc: every route still runs. The zone's init, never exec'd
+	# again: the copy is on a noexec mount (execve EACCES, exit 126), the
+	# memfd is refused or sealed non-executable (EACCES), the denied
+	# binary is the null device (EACCES). The known limit: an image binary
+	# outside the new exec.allow still runs from the init's old domain.
+	round 1
+	assert_eq "$(said plain 1)" $'1 copy=0\n1 memfd-exec=0\n1 memfd=0\n1 deny=0\n1 outside=0\n1 done'
+	assert_eq "$(said zoned 1)" $'1 copy=126\n1 memfd-exec=126\n1 memfd=126\n1 deny=126\n1 outside=0\n1 done'
+	assert_eq "$(ct_pid zoned)" "$pid"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" $'sh: /tmp/c1/true: Permission denied\nmemfd_create: permission denied\nexecveat: permission denied\nsh: /opt/deny/true: Permission denied'
+	wait_event xupd '.control == "exec" and .object == "/tmp/c1/true (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "memfd_create MFD_EXEC payload (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "execveat fd memfd:payload (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "/opt/deny/true (permission denied)" and .container == "zoned"' >/dev/null
+
+	# verify passes the exec checks of the running member and names what
+	# the update cannot reach: the image's binaries outside exec.allow.
+	rrun rt zone verify --container zoned --format json
+	assert_success
+	jqe '
+		any(.checks[]; .name == "container zoned: exec: writable paths noexec" and .passed) and
+		any(.checks[]; .name == "container zoned: exec: memfd" and .passed and (.detail | test("vm.memfd_noexec is 2"))) and
+		any(.limits[]; test("exec.allow is a Landlock domain that cannot change in a running process"))' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
+	# A process started after the update has the new domain.
+	rexec zoned /opt/out/true
+	assert_failure 126
+	# The host's value is untouched, and no mount reached the host.
+	assert_eq "$(cat /proc/sys/vm/memfd_noexec)" "$host"
+	if grep -F "$(bundle_dir z)/rootfs" /proc/self/mountinfo; then
+		fail "a mount in the container's rootfs is in the host's mount table"
+	fi
+}
