@@ -935,3 +935,53 @@ late_bundle() {
 		fail "a mount in the container's rootfs is in the host's mount table"
 	fi
 }
+
+@test "zone update: new exec rules name a running member without a pid namespace of its own, and verify fails it" {
+	# vm.memfd_noexec of the host's pid namespace is the host's, and a
+	# running process's seccomp filter cannot gain a memfd_create rule:
+	# the update closes the writable mounts, names the member for memfds.
+	local b host
+	host=$(cat /proc/sys/vm/memfd_noexec)
+	for b in z1 z2; do
+		make_bundle $b
+		mkdir -p "$(bundle_dir $b)/rootfs/usr/local/bin"
+		cp "$(build_helper execroute)" "$(bundle_dir $b)/rootfs/usr/local/bin/execroute"
+	done
+	host_pid z1
+	in_zone z1 xpid "$(policy xpid <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	in_zone z2 xpid
+	run_ct c1 z1
+	run_ct c2 z2
+	rrun rt zone update xpid --policy "$(policy xpid2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		deny = ["/etc/shadow"]
+		[exec]
+		deny = ["/opt/none"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "zone xpid is updated, but its new file rules do not hold in running containers"
+	assert_match "$stderr" "container c1: exec: memfd_create stays allowed to its processes: vm.memfd_noexec cannot be raised for it alone"
+	[[ $stderr != *"container c2"* ]] || fail "c2 was reached, yet the error names it: $stderr"
+	assert_eq "$(cat /proc/sys/vm/memfd_noexec)" "$host"
+	# What verify fails: a memfd still runs in c1, not in c2.
+	rexec c1 execroute memfd-exec noflags /bin/busybox echo memfd-ran
+	assert_success
+	assert_eq "$stdout" memfd-ran
+	rexec c2 execroute memfd-exec noflags /bin/busybox echo memfd-ran
+	assert_failure 126
+	assert_eq "$stderr" "execveat: permission denied"
+	rrun rt zone verify xpid --format json
+	assert_failure 1
+	jqe '
+		any(.checks[]; .name == "container c1: exec: memfd" and (.passed | not)) and
+		any(.checks[]; .name == "container c1: exec: writable paths noexec" and .passed) and
+		any(.checks[]; .name == "container c2: exec: memfd" and .passed) and
+		any(.checks[]; .name == "container c2: exec: writable paths noexec" and .passed)' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
+}
