@@ -870,7 +870,9 @@ late_bundle() {
 		mkdir /tmp/c$i; cp /bin/busybox /tmp/c$i/true; /tmp/c$i/true; echo "$i copy=$?"
 		/usr/local/bin/execroute memfd-exec exec /bin/busybox true; echo "$i memfd-exec=$?"
 		/usr/local/bin/execroute memfd-exec noflags /bin/busybox true; echo "$i memfd=$?"
+		/usr/local/bin/execroute mmap-exec /tmp/code$i; echo "$i mmap=$?"
 		/opt/deny/true; echo "$i deny=$?"
+		/opt/ddir/true; echo "$i deny-dir=$?"
 		/opt/out/true; echo "$i outside=$?"
 		echo "$i done"; i=$((i+1)); done'
 	local b r host
@@ -881,11 +883,12 @@ late_bundle() {
 		mkdir -p "$r/usr/local/bin"
 		cp "$(build_helper execroute)" "$r/usr/local/bin/execroute"
 		# Copies, not links: busybox runs the applet its name names.
-		mkdir -p "$r/opt/deny" "$r/opt/out"
+		mkdir -p "$r/opt/deny" "$r/opt/ddir" "$r/opt/out"
 		cp "$BUSYBOX" "$r/opt/deny/true"
+		cp "$BUSYBOX" "$r/opt/ddir/true"
 		cp "$BUSYBOX" "$r/opt/out/true"
 	done
-	start_both xupd $'0 copy=0\n0 memfd-exec=0\n0 memfd=0\n0 deny=0\n0 outside=0\n0 done'
+	start_both xupd $'0 copy=0\n0 memfd-exec=0\n0 memfd=0\n0 mmap=0\n0 deny=0\n0 deny-dir=0\n0 outside=0\n0 done'
 	local pid
 	pid=$(ct_pid zoned)
 	rrun rt zone verify --container zoned --format json
@@ -897,25 +900,29 @@ late_bundle() {
 		deny = ["/etc/shadow"]
 		[exec]
 		allow = ["/bin", "/usr/local/bin"]
-		deny = ["/opt/deny/true"]
+		deny = ["/opt/deny/true", "/opt/ddir"]
 	EOF
 	)"
 	assert_success
 
 	# Plain runc: every route still runs. The zone's init, never exec'd
 	# again: the copy is on a noexec mount (execve EACCES, exit 126), the
-	# memfd is refused or sealed non-executable (EACCES), the denied
-	# binary is the null device (EACCES). The known limit: an image binary
+	# memfd is refused or sealed non-executable (EACCES), code written to
+	# /tmp cannot be mapped executable (EPERM), the denied
+	# file is the null device (EACCES), the denied directory a noexec copy
+	# of itself (execve EACCES). The known limit: an image binary
 	# outside the new exec.allow still runs from the init's old domain.
 	round 1
-	assert_eq "$(said plain 1)" $'1 copy=0\n1 memfd-exec=0\n1 memfd=0\n1 deny=0\n1 outside=0\n1 done'
-	assert_eq "$(said zoned 1)" $'1 copy=126\n1 memfd-exec=126\n1 memfd=126\n1 deny=126\n1 outside=0\n1 done'
+	assert_eq "$(said plain 1)" $'1 copy=0\n1 memfd-exec=0\n1 memfd=0\n1 mmap=0\n1 deny=0\n1 deny-dir=0\n1 outside=0\n1 done'
+	assert_eq "$(said zoned 1)" $'1 copy=126\n1 memfd-exec=126\n1 memfd=126\n1 mmap=126\n1 deny=126\n1 deny-dir=126\n1 outside=0\n1 done'
 	assert_eq "$(ct_pid zoned)" "$pid"
-	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" $'sh: /tmp/c1/true: Permission denied\nmemfd_create: permission denied\nexecveat: permission denied\nsh: /opt/deny/true: Permission denied'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" $'sh: /tmp/c1/true: Permission denied\nmemfd_create: permission denied\nexecveat: permission denied\nmmap: operation not permitted\nsh: /opt/deny/true: Permission denied\nsh: /opt/ddir/true: Permission denied'
 	wait_event xupd '.control == "exec" and .object == "/tmp/c1/true (permission denied)" and .container == "zoned"' >/dev/null
 	wait_event xupd '.control == "exec" and .object == "memfd_create MFD_EXEC payload (permission denied)" and .container == "zoned"' >/dev/null
 	wait_event xupd '.control == "exec" and .object == "execveat fd memfd:payload (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "mmap PROT_EXEC of code1 (operation not permitted)" and .container == "zoned"' >/dev/null
 	wait_event xupd '.control == "exec" and .object == "/opt/deny/true (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "/opt/ddir/true (permission denied)" and .container == "zoned"' >/dev/null
 
 	# verify passes the exec checks of the running member and names what
 	# the update cannot reach: the image's binaries outside exec.allow.
@@ -929,6 +936,12 @@ late_bundle() {
 	# A process started after the update has the new domain.
 	rexec zoned /opt/out/true
 	assert_failure 126
+	# A second update with the same rules finds them held: nothing stacks.
+	local before
+	before=$(wc -l <"/proc/$pid/mountinfo")
+	rrun rt zone update xupd --policy "$BATS_TEST_TMPDIR/xupd2.toml"
+	assert_success
+	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
 	# The host's value is untouched, and no mount reached the host.
 	assert_eq "$(cat /proc/sys/vm/memfd_noexec)" "$host"
 	if grep -F "$(bundle_dir z)/rootfs" /proc/self/mountinfo; then
