@@ -60,16 +60,15 @@ func closeRunningExec(m RunningMember, old, p *zone.Policy, lsm bool) error {
 	}
 	defer v.close()
 
+	// What cannot be closed is named by the update that brings the exec
+	// rules, as admission names it at create; verify fails it after.
 	var problems []string
-	if !hasExecRules(old) {
-		// Named at the update that brings the rules, as admission
-		// would name them at create; verify fails them after.
-		if keepsCap(m.Config, p, "CAP_SYS_ADMIN") {
-			problems = append(problems, "exec: CAP_SYS_ADMIN can remount a writable path exec (recreate the container without the capability)")
-		}
+	newly := !hasExecRules(old)
+	if newly && keepsCap(m.Config, p, "CAP_SYS_ADMIN") {
+		problems = append(problems, "exec: CAP_SYS_ADMIN can remount a writable path exec (recreate the container without the capability)")
 	}
-	// The masks of new exec.deny paths first: a noexec copy made after
-	// them copies them along.
+	// The masks of new exec.deny paths, then the writable mounts made
+	// noexec: each step is tried whatever the other gave.
 	var ops []guardOp
 	if !lsm {
 		for _, d := range p.Exec.Deny {
@@ -85,10 +84,16 @@ func closeRunningExec(m RunningMember, old, p *zone.Policy, lsm bool) error {
 			}
 		}
 	}
+	if len(ops) > 0 {
+		if err := mountInMember(v.nsfd, v.root, v.mounts, ops); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
 	targets, rootWritable := noexecTargets(v.mounts)
-	if rootWritable {
+	if rootWritable && newly {
 		problems = append(problems, "exec: its root file system is writable, so a binary written anywhere could run (a writable root cannot be made noexec; set writable_paths, or root.readonly, and recreate the container)")
 	}
+	ops = ops[:0]
 	for _, t := range targets {
 		ops = append(ops, guardOp{t, guardNoexec})
 	}
@@ -106,7 +111,7 @@ func closeRunningExec(m RunningMember, old, p *zone.Policy, lsm bool) error {
 				problems = append(problems, err.Error())
 			}
 		}
-	case !memfdDenied(m.Config):
+	case newly && !memfdDenied(m.Config):
 		problems = append(problems, "exec: memfd_create stays allowed to its processes: vm.memfd_noexec cannot be raised for it alone (it shares a pid namespace, or Linux is older than 6.6) and a running process's seccomp filter cannot gain a rule (recreate the container)")
 	}
 	if len(problems) > 0 {
