@@ -301,15 +301,20 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 }
 
 // GuardRunning makes the fallback's file rule mounts in running members
-// (fileguardupdate.go); on bpf-lsm the deny and read_only lists are inode
-// lists the hooks judge for every process at once.
+// (fileguardupdate.go; on bpf-lsm the deny and read_only lists are inode
+// lists the hooks judge for every process at once), then, on both
+// backends, closes their code routes when the zone has exec rules
+// (execupdate.go).
 func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMember) error {
-	if ke.k.LSM() {
-		return nil
-	}
+	lsm := ke.k.LSM()
 	var errs []error
 	for _, m := range members {
-		if err := guardRunning(m, old, p); err != nil {
+		var err error
+		if !lsm {
+			err = guardRunning(m, old, p)
+		}
+		err = errors.Join(err, closeRunningExec(m, old, p, lsm))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
 		}
 	}

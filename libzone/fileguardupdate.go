@@ -85,6 +85,8 @@ const (
 	guardInPlace                       // the mount there made read-only (the root, a bind)
 	guardMaskDir                       // the empty read-only tmpfs
 	guardNull                          // the null device, read-only and nodev
+	guardNoexec                        // the mount there made noexec (a writable mount)
+	guardNoexecCopy                    // a recursive copy of itself, noexec throughout
 )
 
 // guardRunning makes in member m the mounts that hold policy p's read_only
@@ -140,28 +142,12 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		}
 	}
 
-	// Everything read from /proc first, then the init checked: the pid
-	// was not reused meanwhile, so it is all the container's. A member
-	// whose init has gone (deleted meanwhile) has nothing to guard.
-	mounts, errMounts := mountsOf(m.Pid)
-	nsfd, errNS := unix.Open("/proc/"+strconv.Itoa(m.Pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if errNS == nil {
-		defer unix.Close(nsfd)
+	v, err := openMember(m)
+	if err != nil || v == nil {
+		return err
 	}
-	root, errRoot := unix.Open(procRoot(m.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if errRoot == nil {
-		defer unix.Close(root)
-	}
-	switch {
-	case !initAlive(m.Pid, m.StartTime):
-		return nil
-	case errMounts != nil:
-		return fmt.Errorf("read its mounts: %w", errMounts)
-	case errNS != nil:
-		return fmt.Errorf("open its mount namespace: %w", errNS)
-	case errRoot != nil:
-		return fmt.Errorf("open its root: %w", errRoot)
-	}
+	defer v.close()
+	mounts, root := v.mounts, v.root
 
 	// In this order: the masks of denied paths first, so that the
 	// read-only copies of read_only and writable paths above them copy
@@ -250,7 +236,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		}
 	}
 	if len(ops) > 0 {
-		if err := mountInMember(nsfd, root, mounts, ops); err != nil {
+		if err := mountInMember(v.nsfd, root, mounts, ops); err != nil {
 			return err
 		}
 	}
@@ -258,6 +244,51 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// memberView is what a zone update reads of a running member to make
+// mounts in it: its mount table, its mount namespace and its root.
+type memberView struct {
+	mounts []*mountinfo.Info
+	nsfd   int
+	root   int
+}
+
+func (v *memberView) close() {
+	unix.Close(v.nsfd)
+	unix.Close(v.root)
+}
+
+// openMember reads m's view from /proc; nil (and no error) when its init
+// has gone (deleted meanwhile: nothing to guard). Everything is read first,
+// then the init checked: the pid was not reused meanwhile, so it is all
+// the container's.
+func openMember(m RunningMember) (*memberView, error) {
+	mounts, errMounts := mountsOf(m.Pid)
+	nsfd, errNS := unix.Open("/proc/"+strconv.Itoa(m.Pid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	root, errRoot := unix.Open(procRoot(m.Pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	v := &memberView{mounts: mounts, nsfd: nsfd, root: root}
+	var err error
+	switch {
+	case !initAlive(m.Pid, m.StartTime):
+		err, v = nil, nil
+	case errMounts != nil:
+		err = fmt.Errorf("read its mounts: %w", errMounts)
+	case errNS != nil:
+		err = fmt.Errorf("open its mount namespace: %w", errNS)
+	case errRoot != nil:
+		err = fmt.Errorf("open its root: %w", errRoot)
+	}
+	if err != nil || v == nil {
+		if errNS == nil {
+			unix.Close(nsfd)
+		}
+		if errRoot == nil {
+			unix.Close(root)
+		}
+		return nil, err
+	}
+	return v, nil
 }
 
 // held reports whether container path q already has the mount verify
@@ -320,7 +351,7 @@ func mountInMember(nsfd, root int, mounts []*mountinfo.Info, ops []guardOp) erro
 			return fmt.Errorf("%s: %w", op.path, err)
 		}
 		todo = append(todo, prepared{op: op, target: fd, source: -1})
-		if op.kind == guardInPlace {
+		if op.kind == guardInPlace || op.kind == guardNoexec {
 			continue // changed where it is: nothing new to propagate
 		}
 		if err := notShared(fd, mounts, op.path); err != nil {
@@ -361,16 +392,27 @@ func mountOne(op guardOp, target, source int) error {
 			return fmt.Errorf("make the mount read-only: %w", err)
 		}
 		return nil
-	case guardReadOnly, guardKeepWritable:
+	case guardNoexec:
+		// The other flags of the mount stay as they are.
+		if err := unix.MountSetattr(target, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOEXEC}); err != nil {
+			return fmt.Errorf("make the mount noexec: %w", err)
+		}
+		return nil
+	case guardReadOnly, guardKeepWritable, guardNoexecCopy:
 		// Copied in the namespace: a mount of another namespace cannot be.
 		clone, err := unix.OpenTree(target, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 		if err != nil {
 			return fmt.Errorf("copy the mount: %w", err)
 		}
 		defer unix.Close(clone)
-		if op.kind == guardReadOnly {
+		switch op.kind {
+		case guardReadOnly:
 			if err := unix.MountSetattr(clone, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ro); err != nil {
 				return fmt.Errorf("make the copy read-only: %w", err)
+			}
+		case guardNoexecCopy:
+			if err := unix.MountSetattr(clone, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOEXEC}); err != nil {
+				return fmt.Errorf("make the copy noexec: %w", err)
 			}
 		}
 		source = clone

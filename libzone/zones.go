@@ -267,10 +267,11 @@ func (e *Engine) UpdateZone(name string, p *zone.Policy, source string) (*zone.Z
 }
 
 // guardMembers has the enforcer make, in the members of rz that have a
-// process, the mounts that hold rz's file rules (fileguardupdate.go); old
-// is the policy the zone had.
+// process, the mounts that hold rz's file rules (fileguardupdate.go) and
+// close their code routes when rz has exec rules (execupdate.go); old is
+// the policy the zone had.
 func (e *Engine) guardMembers(enf Enforcer, old *zone.Policy, rz *ResolvedZone) error {
-	if !heldByMounts(&rz.Policy.Filesystem) {
+	if !heldByMounts(&rz.Policy.Filesystem) && !hasExecRules(&rz.Policy) {
 		return nil
 	}
 	var (

@@ -859,3 +859,142 @@ late_bundle() {
 	check_passed usr "container zoned: denied paths"
 	check_passed usr "container zoned: read-only paths"
 }
+
+@test "zone update: new exec rules close written, copied and memfd code and new exec.deny files to a process already running" {
+	# The init is the attacker, as above: at each go file it runs a copy of
+	# busybox it writes to /tmp, an executable memfd (asked with MFD_EXEC,
+	# and without flags), and a binary the update denies. Its children
+	# inherit the init's Landlock domain, made before the zone had exec
+	# rules: only the mounts and vm.memfd_noexec the update makes hold them.
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		mkdir /tmp/c$i; cp /bin/busybox /tmp/c$i/true; /tmp/c$i/true; echo "$i copy=$?"
+		/usr/local/bin/execroute memfd-exec exec /bin/busybox true; echo "$i memfd-exec=$?"
+		/usr/local/bin/execroute memfd-exec noflags /bin/busybox true; echo "$i memfd=$?"
+		/usr/local/bin/execroute mmap-exec /tmp/code$i; echo "$i mmap=$?"
+		/opt/deny/true; echo "$i deny=$?"
+		/opt/ddir/true; echo "$i deny-dir=$?"
+		/opt/out/true; echo "$i outside=$?"
+		echo "$i done"; i=$((i+1)); done'
+	local b r host
+	host=$(cat /proc/sys/vm/memfd_noexec)
+	for b in r z; do
+		make_bundle $b sh -c "$script"
+		r=$(bundle_dir $b)/rootfs
+		mkdir -p "$r/usr/local/bin"
+		cp "$(build_helper execroute)" "$r/usr/local/bin/execroute"
+		# Copies, not links: busybox runs the applet its name names.
+		mkdir -p "$r/opt/deny" "$r/opt/ddir" "$r/opt/out"
+		cp "$BUSYBOX" "$r/opt/deny/true"
+		cp "$BUSYBOX" "$r/opt/ddir/true"
+		cp "$BUSYBOX" "$r/opt/out/true"
+	done
+	start_both xupd $'0 copy=0\n0 memfd-exec=0\n0 memfd=0\n0 mmap=0\n0 deny=0\n0 deny-dir=0\n0 outside=0\n0 done'
+	local pid
+	pid=$(ct_pid zoned)
+	rrun rt zone verify --container zoned --format json
+	[[ $stdout != *"exec: writable paths noexec"* ]] || fail "verify checks exec routes before the zone has exec rules: $stdout"
+
+	rrun rt zone update xupd --policy "$(policy xupd2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		deny = ["/etc/shadow"]
+		[exec]
+		allow = ["/bin", "/usr/local/bin"]
+		deny = ["/opt/deny/true", "/opt/ddir"]
+	EOF
+	)"
+	assert_success
+
+	# Plain runc: every route still runs. The zone's init, never exec'd
+	# again: the copy is on a noexec mount (execve EACCES, exit 126), the
+	# memfd is refused or sealed non-executable (EACCES), code written to
+	# /tmp cannot be mapped executable (EPERM), the denied
+	# file is the null device (EACCES), the denied directory a noexec copy
+	# of itself (execve EACCES). The known limit: an image binary
+	# outside the new exec.allow still runs from the init's old domain.
+	round 1
+	assert_eq "$(said plain 1)" $'1 copy=0\n1 memfd-exec=0\n1 memfd=0\n1 mmap=0\n1 deny=0\n1 deny-dir=0\n1 outside=0\n1 done'
+	assert_eq "$(said zoned 1)" $'1 copy=126\n1 memfd-exec=126\n1 memfd=126\n1 mmap=126\n1 deny=126\n1 deny-dir=126\n1 outside=0\n1 done'
+	assert_eq "$(ct_pid zoned)" "$pid"
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" $'sh: /tmp/c1/true: Permission denied\nmemfd_create: permission denied\nexecveat: permission denied\nmmap: operation not permitted\nsh: /opt/deny/true: Permission denied\nsh: /opt/ddir/true: Permission denied'
+	wait_event xupd '.control == "exec" and .object == "/tmp/c1/true (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "memfd_create MFD_EXEC payload (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "execveat fd memfd:payload (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "mmap PROT_EXEC of code1 (operation not permitted)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "/opt/deny/true (permission denied)" and .container == "zoned"' >/dev/null
+	wait_event xupd '.control == "exec" and .object == "/opt/ddir/true (permission denied)" and .container == "zoned"' >/dev/null
+
+	# verify passes the exec checks of the running member and names what
+	# the update cannot reach: the image's binaries outside exec.allow.
+	rrun rt zone verify --container zoned --format json
+	assert_success
+	jqe '
+		any(.checks[]; .name == "container zoned: exec: writable paths noexec" and .passed) and
+		any(.checks[]; .name == "container zoned: exec: memfd" and .passed and (.detail | test("vm.memfd_noexec is 2"))) and
+		any(.limits[]; test("exec.allow is a Landlock domain that cannot change in a running process"))' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
+	# A process started after the update has the new domain.
+	rexec zoned /opt/out/true
+	assert_failure 126
+	# A second update with the same rules finds them held: nothing stacks.
+	local before
+	before=$(wc -l <"/proc/$pid/mountinfo")
+	rrun rt zone update xupd --policy "$BATS_TEST_TMPDIR/xupd2.toml"
+	assert_success
+	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
+	# The host's value is untouched, and no mount reached the host.
+	assert_eq "$(cat /proc/sys/vm/memfd_noexec)" "$host"
+	if grep -F "$(bundle_dir z)/rootfs" /proc/self/mountinfo; then
+		fail "a mount in the container's rootfs is in the host's mount table"
+	fi
+}
+
+@test "zone update: new exec rules name a running member without a pid namespace of its own, and verify fails it" {
+	# vm.memfd_noexec of the host's pid namespace is the host's, and a
+	# running process's seccomp filter cannot gain a memfd_create rule:
+	# the update closes the writable mounts, names the member for memfds.
+	local b host
+	host=$(cat /proc/sys/vm/memfd_noexec)
+	for b in z1 z2; do
+		make_bundle $b
+		mkdir -p "$(bundle_dir $b)/rootfs/usr/local/bin"
+		cp "$(build_helper execroute)" "$(bundle_dir $b)/rootfs/usr/local/bin/execroute"
+	done
+	host_pid z1
+	in_zone z1 xpid "$(policy xpid <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	in_zone z2 xpid
+	run_ct c1 z1
+	run_ct c2 z2
+	rrun rt zone update xpid --policy "$(policy xpid2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+		deny = ["/etc/shadow"]
+		[exec]
+		deny = ["/opt/none"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "zone xpid is updated, but its new file rules do not hold in running containers"
+	assert_match "$stderr" "container c1: exec: memfd_create stays allowed to its processes: vm.memfd_noexec cannot be raised for it alone"
+	[[ $stderr != *"container c2"* ]] || fail "c2 was reached, yet the error names it: $stderr"
+	assert_eq "$(cat /proc/sys/vm/memfd_noexec)" "$host"
+	# What verify fails: a memfd still runs in c1, not in c2.
+	rexec c1 execroute memfd-exec noflags /bin/busybox echo memfd-ran
+	assert_success
+	assert_eq "$stdout" memfd-ran
+	rexec c2 execroute memfd-exec noflags /bin/busybox echo memfd-ran
+	assert_failure 126
+	assert_eq "$stderr" "execveat: permission denied"
+	rrun rt zone verify xpid --format json
+	assert_failure 1
+	jqe '
+		any(.checks[]; .name == "container c1: exec: memfd" and (.passed | not)) and
+		any(.checks[]; .name == "container c1: exec: writable paths noexec" and .passed) and
+		any(.checks[]; .name == "container c2: exec: memfd" and .passed) and
+		any(.checks[]; .name == "container c2: exec: writable paths noexec" and .passed)' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
+}

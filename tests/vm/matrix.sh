@@ -758,6 +758,52 @@ check_x_execroutes() {
 	rt delete --force xx1
 }
 
+# A zone update that gives a zone exec rules closes the code routes of a
+# member already running (libzone/execupdate.go): its writable mounts are
+# made noexec and vm.memfd_noexec raised in its pid namespace. The
+# processes exec'd after the update get a Landlock domain with the new
+# exec.deny alone, which does not judge /tmp or memfds: only the update's
+# mounts and sysctl refuse them.
+check_x_execupdate() {
+	x_exec_setup || return
+	policy xeu0 >/dev/null <<-'EOF'
+		[filesystem]
+		deny = ["/opt/none"]
+	EOF
+	bundle xu1 xeu "$W/xeu0.toml"
+	x_run xu1
+	[ $rc = 0 ] || fail "run xu1: $err" || return 1
+	expect_ok rt exec xu1 sh -c 'cp /bin/busybox /tmp/echo && /tmp/echo copy-ran' || return 1
+	[ "$out" = copy-ran ] || fail "before the update: the copy printed '$out'" || return 1
+	expect_ok rt exec xu1 execroute memfd-exec noflags /bin/busybox echo memfd-ran || return 1
+	[ "$out" = memfd-ran ] || fail "before the update: memfd printed '$out'" || return 1
+	policy xeu1 >/dev/null <<-'EOF'
+		[filesystem]
+		deny = ["/opt/none"]
+		[exec]
+		deny = ["/opt/xdenied"]
+	EOF
+	if ! kernel_ge 6 6; then
+		# No vm.memfd_noexec=2 before 6.6, and no seccomp rule can be
+		# added to a running process: the member is named.
+		expect_fail "container xu1: exec: memfd_create stays allowed" rt zone update xeu --policy "$W/xeu1.toml" || return 1
+		x_check xeu "container xu1: exec: writable paths noexec" true || return 1
+		x_check xeu "container xu1: exec: memfd" false || return 1
+		rt delete --force xu1
+		return 0
+	fi
+	expect_ok rt zone update xeu --policy "$W/xeu1.toml" || return 1
+	r rt exec xu1 sh -c 'cp /bin/busybox /tmp/echo2 && /tmp/echo2 copy-ran'
+	[ $rc = 126 ] || fail "after the update: the copy exited $rc, want 126: $out $err" || return 1
+	has_event xeu '"control": *"exec"' '"container": *"xu1"' '"object": *"/tmp/echo2 \(permission denied\)"' || return 1
+	expect_fail "execveat: permission denied" rt exec xu1 execroute memfd-exec noflags /bin/busybox echo memfd-ran || return 1
+	[ $rc = 126 ] || fail "memfd-exec exited $rc, want 126" || return 1
+	has_event xeu '"control": *"exec"' '"container": *"xu1"' '"object": *"execveat fd memfd:payload \(permission denied\)"' || return 1
+	x_check xeu "container xu1: exec: writable paths noexec" true || return 1
+	x_check xeu "container xu1: exec: memfd" true 'vm.memfd_noexec is 2' || return 1
+	rt delete --force xu1
+}
+
 # x_exec_error CMD...: CMD fails with runc's error for an entrypoint that
 # cannot be executed (the path is quoted, escaped in a logfmt line).
 x_exec_error() {
@@ -1163,6 +1209,7 @@ t "bpf(2): EPERM in a zone for a pinned map a capless process opens outside, wit
 t "pid namespace: one shared with a task of no zone is refused (strict) or flagged (audit); another zone's is judged by the backend" check_x_pidns
 t "resources: update above the zone's pids_max refused naming the limit, with an event; verify reads the cgroup" check_x_resources
 t "exec routes: memfd exec, mmap PROT_EXEC, the loader, a copy, the denied binary mapped: all run outside, denied in the zone" check_x_execroutes
+t "exec routes: a zone update adding exec rules makes a running member's writable mounts noexec and its memfds non-executable" check_x_execupdate
 t "entrypoint: start and run -d fail with the exec error when the zone denies it (exec.deny, filesystem.deny), with an event" check_x_entrypoint
 t "zone networking: allowed_zones both ways between members on a bridge (EPERM at connect, drop at ingress, events naming the peer zone), zone update live, verify addresses" check_x_zonenet
 t "learn: a learning zone records its workload's files, egress and (bpf-lsm) capabilities, denies nothing" check_x_learn
