@@ -88,15 +88,15 @@ round() {
 # said NAME I: what container NAME printed in round I.
 said() { grep "^$2 " "$BATS_TEST_TMPDIR/$1.out"; }
 
-# start_both ZONE WANT: zone ZONE (denying /etc/shadow alone) for bundle z;
-# bundle r runs under plain runc as plain, z in the zone as zoned; both take
-# round 0, which must print WANT.
+# start_both ZONE WANT [POLICY]: zone ZONE (POLICY, else denying /etc/shadow
+# alone) for bundle z; bundle r runs under plain runc as plain, z in the zone
+# as zoned; both take round 0, which must print WANT.
 start_both() {
-	in_zone z "$1" "$(policy "$1" <<-'EOF'
+	in_zone z "$1" "${3:-$(policy "$1" <<-'EOF'
 		[filesystem]
 		deny = ["/etc/shadow"]
 	EOF
-	)"
+	)}"
 	runc_run plain r
 	run_ct zoned z
 	round 0
@@ -858,4 +858,32 @@ late_bundle() {
 	assert_failure
 	check_passed usr "container zoned: denied paths"
 	check_passed usr "container zoned: read-only paths"
+}
+
+@test "zone update: writable_paths alone (no deny, no read_only) make the root read-only under a process already running" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if echo w >>/srv/ro/file; then echo "$i root=ok"; else echo "$i root=fail"; fi
+		if echo w >>/tmp/f; then echo "$i tmp=ok"; else echo "$i tmp=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	attack_bundle r sh -c "$script"
+	attack_bundle z sh -c "$script"
+	# A zone without file rules: no Landlock domain, no mounts at create.
+	start_both wonly $'0 root=ok\n0 tmp=ok\n0 done' "$(policy wonly <<-'EOF'
+		[filesystem]
+	EOF
+	)"
+	rrun rt zone update wonly --policy "$(policy wonly2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+	EOF
+	)"
+	assert_success
+	round 1
+	assert_eq "$(said plain 1)" $'1 root=ok\n1 tmp=ok\n1 done'
+	assert_eq "$(said zoned 1)" $'1 root=fail\n1 tmp=ok\n1 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't create /srv/ro/file: Read-only file system"
+	assert_eq "$(cat "$(bundle_dir z)/rootfs/srv/ro/file")" $'keep\nw' # round 0's write only
+	assert_eq "$(cat "$(bundle_dir z)/rootfs/tmp/f")" $'w\nw'
+	wait_event wonly '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
+	check_passed wonly "container zoned: read-only paths"
 }
