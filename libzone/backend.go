@@ -303,17 +303,22 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 // GuardRunning makes the fallback's file rule mounts in running members
 // (fileguardupdate.go); on bpf-lsm the deny and read_only lists are inode
 // lists the hooks judge for every process at once.
-func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMember) error {
+func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMember) (map[string][]string, error) {
 	if ke.k.LSM() {
-		return nil
+		return nil, nil
 	}
 	var errs []error
+	links := map[string][]string{}
 	for _, m := range members {
-		if err := guardRunning(m, old, p); err != nil {
+		l, err := guardRunning(m, old, p)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
 		}
+		if l != nil {
+			links[m.ID] = l
+		}
 	}
-	return errors.Join(errs...)
+	return links, errors.Join(errs...)
 }
 
 // PrepareProcess wraps p in the Landlock shim when the zone has filesystem,

@@ -1,10 +1,13 @@
 package libzone
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -225,6 +228,33 @@ func (c *Container) Config() configs.Config { return c.lc.Config() }
 func (c *Container) Set(cfg configs.Config) error {
 	if err := c.lc.Set(cfg); err != nil {
 		return fmt.Errorf("update container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// recordDeniedLinks replaces the other names of denied inodes that c's
+// state lists (deniedLinksLabel) with links. The configuration is saved
+// through libcontainer, whose Set applies the cgroup resources again as
+// they are (devices skipped, as "update" skips them); a container that
+// stopped meanwhile has nothing left to check.
+func (c *Container) recordDeniedLinks(links []string) error {
+	raw, err := json.Marshal(links)
+	if err != nil {
+		return err
+	}
+	cfg := c.lc.Config()
+	cfg.Labels = append(slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool {
+		return strings.HasPrefix(l, deniedLinksLabel+"=")
+	}), deniedLinksLabel+"="+string(raw))
+	if cfg.Cgroups != nil && cfg.Cgroups.Resources != nil {
+		cg := *cfg.Cgroups
+		res := *cg.Resources
+		res.SkipDevices = true
+		cg.Resources = &res
+		cfg.Cgroups = &cg
+	}
+	if err := c.lc.Set(cfg); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		return err
 	}
 	return nil
 }

@@ -62,7 +62,9 @@ import (
 
 // deniedLinksLabel is the container label (kept in libcontainer's state,
 // so exec sees it) that lists the other names of denied inodes found at
-// create: they are denied in every Landlock domain of the container.
+// create, denied in every Landlock domain of the container, and those a
+// zone update found while it ran, masked with the null device
+// (fileguardupdate.go) and denied in the domains of later execs.
 const deniedLinksLabel = "org.rauha.denied-links"
 
 // maxLinkScan bounds the directory entries read to find the other names of
@@ -597,7 +599,8 @@ func walkDir(dir int, dev uint64, rel string, budget *int, f func(st *unix.Stat_
 	return nil
 }
 
-// deniedLinks are the other names of denied inodes recorded at create.
+// deniedLinks are the other names of denied inodes recorded at create and
+// by zone updates.
 func deniedLinks(cfg *configs.Config) []string {
 	if cfg == nil {
 		return nil

@@ -90,8 +90,12 @@ const (
 // guardRunning makes in member m the mounts that hold policy p's read_only
 // and deny rules and that it does not have yet; old is the policy the zone
 // had before the update (its deny files are held by the Landlock domains of
-// m's processes where m was created with them).
-func guardRunning(m RunningMember, old, p *zone.Policy) error {
+// m's processes where m was created with them). links are the other names
+// of denied inodes m's mounts hold now when it found some that m's
+// deniedLinksLabel does not list yet (nil otherwise): the caller records
+// them there, so that verify checks their masks and the next update and
+// drain know them.
+func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err error) {
 	fs := p.Filesystem
 	// A root read-only but for the writable paths (an empty list: nothing
 	// writable).
@@ -101,10 +105,10 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		writable = *fs.WritablePaths
 	}
 	if !heldByMounts(&fs) {
-		return nil
+		return nil, nil
 	}
 	if !initAlive(m.Pid, m.StartTime) {
-		return nil // deleted meanwhile: nothing to guard, nothing to make in its rootfs
+		return nil, nil // deleted meanwhile: nothing to guard, nothing to make in its rootfs
 	}
 	var problems []string
 	if len(fs.Deny) > 0 && !handlesDenied(m.Config) && keepsCap(m.Config, p, "CAP_DAC_READ_SEARCH") {
@@ -122,21 +126,21 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	cfg.Labels = slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool { return strings.HasPrefix(l, deniedLinksLabel+"=") })
 	cfg.ReadonlyPaths, cfg.MaskPaths = nil, nil
 	if err := guardFiles(&zone.Policy{Filesystem: fs}, &cfg); err != nil {
-		return err
+		return nil, err
 	}
-	links := deniedLinks(&cfg)
+	found := deniedLinks(&cfg)
 	// The writable paths on the rootfs that create binds onto themselves,
 	// judged on the member's own mounts.
 	var keep []*configs.Mount
 	if roRoot {
 		rootfs, err := unix.Open(m.Config.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("open rootfs %s: %w", m.Config.Rootfs, err)
+			return nil, fmt.Errorf("open rootfs %s: %w", m.Config.Rootfs, err)
 		}
 		keep, err = writableBinds(rootfs, m.Config, writable)
 		unix.Close(rootfs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 
@@ -154,13 +158,13 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	}
 	switch {
 	case !initAlive(m.Pid, m.StartTime):
-		return nil
+		return nil, nil
 	case errMounts != nil:
-		return fmt.Errorf("read its mounts: %w", errMounts)
+		return nil, fmt.Errorf("read its mounts: %w", errMounts)
 	case errNS != nil:
-		return fmt.Errorf("open its mount namespace: %w", errNS)
+		return nil, fmt.Errorf("open its mount namespace: %w", errNS)
 	case errRoot != nil:
-		return fmt.Errorf("open its root: %w", errRoot)
+		return nil, fmt.Errorf("open its root: %w", errRoot)
 	}
 
 	// In this order: the masks of denied paths first, so that the
@@ -169,15 +173,26 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	// would be hidden under the copy), then the copies, then the mounts
 	// made read-only where they are.
 	var ops []guardOp
-	linksAtCreate := deniedLinks(m.Config)
-	for _, d := range append(slices.Clone(fs.Deny), links...) {
+	// The other names recorded before: at create (denied by the Landlock
+	// domains of m's processes too) and by earlier updates (the null
+	// device on them, skipped below as masked).
+	recorded := deniedLinks(m.Config)
+	for _, l := range found {
+		if !slices.Contains(recorded, l) {
+			links = append(slices.Clone(recorded), found...)
+			slices.Sort(links)
+			links = slices.Compact(links)
+			break
+		}
+	}
+	for _, d := range append(slices.Clone(fs.Deny), found...) {
 		if d == "/" {
 			continue // as at create: Landlock denies it all, nothing would run
 		}
 		rel := strings.TrimPrefix(path.Clean(d), "/")
 		st, err := statIn(root, rel)
 		if err != nil {
-			return fmt.Errorf("filesystem.deny %s: %w", d, err)
+			return links, fmt.Errorf("filesystem.deny %s: %w", d, err)
 		}
 		if st == nil {
 			// Missing in the rootfs and the bind sources too (guardFiles
@@ -187,10 +202,10 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 			if errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOENT) {
 				continue // proc, sysfs, a read-only file system: verify names it, as at create
 			} else if err != nil {
-				return fmt.Errorf("filesystem.deny %s: cannot make the mount point that denies it: %w", d, err)
+				return links, fmt.Errorf("filesystem.deny %s: cannot make the mount point that denies it: %w", d, err)
 			}
 			if st, err = statIn(root, rel); err != nil || st == nil {
-				return fmt.Errorf("filesystem.deny %s: the mount point made for it is gone: %v", d, err)
+				return links, fmt.Errorf("filesystem.deny %s: the mount point made for it is gone: %v", d, err)
 			}
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -205,7 +220,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		// Denied at create, the Landlock domains of its processes deny
 		// the file and a read-only mount holds the rest; else the null
 		// device must.
-		wasDenied := slices.Contains(old.Filesystem.Deny, d) || slices.Contains(linksAtCreate, d)
+		wasDenied := slices.Contains(old.Filesystem.Deny, d) || slices.Contains(recorded, d)
 		if wasDenied && held(mounts, d, false, m.Pid) {
 			continue
 		}
@@ -251,13 +266,13 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	}
 	if len(ops) > 0 {
 		if err := mountInMember(nsfd, root, mounts, ops); err != nil {
-			return err
+			return links, err
 		}
 	}
 	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
+		return links, errors.New(strings.Join(problems, "; "))
 	}
-	return nil
+	return links, nil
 }
 
 // held reports whether container path q already has the mount verify

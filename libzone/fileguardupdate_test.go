@@ -103,7 +103,7 @@ func TestGuardRunning(t *testing.T) {
 		// read-only copy, not hidden under it.
 		Deny: []string{"/secret", "/d", "/none/x", "/ro2/secret"},
 	}}
-	if err := guardRunning(m, &zone.Policy{}, p); err != nil {
+	if _, err := guardRunning(m, &zone.Policy{}, p); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -144,7 +144,7 @@ func TestGuardRunning(t *testing.T) {
 	}
 	// Held now: a second update mounts nothing more.
 	before := mounts()
-	if err := guardRunning(m, p, p); err != nil {
+	if _, err := guardRunning(m, p, p); err != nil {
 		t.Fatal(err)
 	}
 	if after := mounts(); after != before {
@@ -157,13 +157,13 @@ func TestGuardRunning(t *testing.T) {
 	if err := in(func() (err error) { fd, err = unix.Open("/keep", unix.O_WRONLY|unix.O_CLOEXEC, 0); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if err := guardRunning(m, p, w); err == nil || !strings.Contains(err.Error(), "open for writing") {
+	if _, err := guardRunning(m, p, w); err == nil || !strings.Contains(err.Error(), "open for writing") {
 		t.Errorf("a file open for writing on the root: %v", err)
 	}
 	if err := in(func() error { return unix.Close(fd) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := guardRunning(m, p, w); err != nil {
+	if _, err := guardRunning(m, p, w); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -185,7 +185,7 @@ func TestGuardRunning(t *testing.T) {
 	}
 	// An update that takes /w from writable_paths makes its copy
 	// read-only.
-	if err := guardRunning(m, w, &zone.Policy{Filesystem: zone.Filesystem{WritablePaths: &[]string{}}}); err != nil {
+	if _, err := guardRunning(m, w, &zone.Policy{Filesystem: zone.Filesystem{WritablePaths: &[]string{}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := openIn("/w/file", unix.O_WRONLY); !errors.Is(err, unix.EROFS) {
@@ -194,7 +194,7 @@ func TestGuardRunning(t *testing.T) {
 
 	// A pid that is no longer the member's init (reused) is left alone.
 	m.StartTime++
-	if err := guardRunning(m, &zone.Policy{}, &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/keep"}}}); err != nil {
+	if _, err := guardRunning(m, &zone.Policy{}, &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/keep"}}}); err != nil {
 		t.Errorf("a reused pid: %v", err)
 	}
 	if err := openIn("/keep", unix.O_RDONLY); err != nil {

@@ -678,6 +678,11 @@ late_bundle() {
 	# is reported.
 	check_passed held "container zoned: denied paths"
 	check_passed held "container zoned: read-only paths"
+	# The other name the update found is recorded with those found at
+	# create: verify lists its mask among the denied paths.
+	rrun rt zone verify held --format json
+	jqe 'any(.checks[]; .name == "container zoned: denied paths" and .passed and (.detail | test("/opt/secret\\.bak")))' <<<"$stdout" >/dev/null ||
+		fail "verify does not check the mask on /opt/secret.bak: $stdout"
 
 	# Nothing of it reached the host: the files are there as they were,
 	# and no mount of the update is in the host's mount table.
@@ -696,6 +701,15 @@ late_bundle() {
 	rrun rt zone update held --policy "$BATS_TEST_TMPDIR/held2.toml"
 	assert_success
 	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
+	# Removing that mask by hand reopens the file under its other name:
+	# verify must say so.
+	nsenter -t "$pid" -m umount /opt/secret.bak
+	round 2
+	assert_eq "$(said zoned 2 | grep secret.bak)" "2 /opt/secret.bak=secret"
+	rrun rt zone verify held --format json
+	assert_failure 1
+	jqe 'any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/opt/secret\\.bak: no mount")))' <<<"$stdout" >/dev/null ||
+		fail "verify does not notice the missing mask on /opt/secret.bak: $stdout"
 }
 
 @test "io_uring requests on deny and read_only paths: denied in their completion, and reported" {
