@@ -22,7 +22,9 @@ package libzone
 //   - a denied file, and the other names its inode has in the image (found
 //     as at create), gets the null device bound on it read-only and nodev,
 //     as a deny path missing at create does: open fails with EACCES, and
-//     metadata changes, renames and new links fail as on any mount.
+//     metadata changes, renames and new links fail as on any mount. A file
+//     denied at create gets it too: its read-only bind looks like a
+//     read_only file's, which no Landlock domain denies.
 //   - a deny path that does not exist gets its mount point made (in the
 //     rootfs or bind source as at create, else in the container's view, in
 //     its own tmpfs) and the null device on it.
@@ -89,8 +91,8 @@ const (
 
 // guardRunning makes in member m the mounts that hold policy p's read_only
 // and deny rules and that it does not have yet; old is the policy the zone
-// had before the update (its deny files are held by the Landlock domains of
-// m's processes where m was created with them). links are the other names
+// had before the update (the writable paths it takes away are made
+// read-only). links are the other names
 // of denied inodes m's mounts hold now when it found some that m's
 // deniedLinksLabel does not list yet (nil otherwise): the caller records
 // them there, so that verify checks their masks and the next update and
@@ -173,9 +175,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err err
 	// would be hidden under the copy), then the copies, then the mounts
 	// made read-only where they are.
 	var ops []guardOp
-	// The other names recorded before: at create (denied by the Landlock
-	// domains of m's processes too) and by earlier updates (the null
-	// device on them, skipped below as masked).
+	// The other names recorded before, at create and by earlier updates.
 	recorded := deniedLinks(m.Config)
 	for _, l := range found {
 		if !slices.Contains(recorded, l) {
@@ -217,13 +217,11 @@ func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err err
 		if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(1, 3) {
 			continue // the null device already: masked
 		}
-		// Denied at create, the Landlock domains of its processes deny
-		// the file and a read-only mount holds the rest; else the null
-		// device must.
-		wasDenied := slices.Contains(old.Filesystem.Deny, d) || slices.Contains(recorded, d)
-		if wasDenied && held(mounts, d, false, m.Pid) {
-			continue
-		}
+		// A read-only bind on the file is not enough: it holds a file
+		// denied at create (whose processes' Landlock domains deny the
+		// open) and a read_only file alike, and neither the mounts nor
+		// the stored policy (an earlier update may have failed for m)
+		// tell which; the null device holds it in both.
 		ops = append(ops, guardOp{d, guardNull})
 	}
 	for _, r := range fs.ReadOnly {

@@ -901,3 +901,45 @@ late_bundle() {
 	wait_event wonly '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
 	check_passed wonly "container zoned: read-only paths"
 }
+
+@test "zone update: a read_only file made a deny path in a member the first update could not guard is masked by the next" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if read -r l </data/f; then echo "$i f=$l"; else echo "$i f=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	local b
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		echo secret >"$(bundle_dir $b)/rootfs/data/f"
+		# A file where the new deny path needs a directory: the update
+		# cannot make its mount point, so it guards nothing in the member.
+		echo x >"$(bundle_dir $b)/rootfs/data/x"
+	done
+	# The zone denies /etc/shadow from create: the seccomp rule against
+	# file handles is in place.
+	start_both rof $'0 f=secret\n0 done' "$(policy rof <<-'EOF'
+		[filesystem]
+		read_only = ["/data/f"]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	rrun rt zone update rof --policy "$(policy rof2 <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow", "/data/f", "/data/x/y"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "container zoned: filesystem.deny /data/x/y"
+	round 1
+	assert_eq "$(said zoned 1)" $'1 f=secret\n1 done'
+	# The cause removed, the update again: the read-only bind that held
+	# /data/f as read_only gets the null device on it.
+	rm "$(bundle_dir z)/rootfs/data/x"
+	rrun rt zone update rof --policy "$BATS_TEST_TMPDIR/rof2.toml"
+	assert_success
+	round 2
+	assert_eq "$(said plain 2)" $'2 f=secret\n2 done'
+	assert_eq "$(said zoned 2)" $'2 f=fail\n2 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't open /data/f: Permission denied"
+	wait_event rof '.control == "file" and .object == "/data/f (permission denied)" and .comm == "sh"' >/dev/null
+	check_passed rof "container zoned: denied paths"
+}
