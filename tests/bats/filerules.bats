@@ -943,3 +943,44 @@ late_bundle() {
 	wait_event rof '.control == "file" and .object == "/data/f (permission denied)" and .comm == "sh"' >/dev/null
 	check_passed rof "container zoned: denied paths"
 }
+
+@test "zone reconcile: makes the mounts of a deny path in a running member that an update could not make" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if read -r l </data/secret; then echo "$i secret=$l"; else echo "$i secret=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	local b
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		echo secret >"$(bundle_dir $b)/rootfs/data/secret"
+		echo x >"$(bundle_dir $b)/rootfs/data/x" # where /data/x/y needs a directory
+	done
+	start_both rec $'0 secret=secret\n0 done'
+	rrun rt zone update rec --policy "$(policy rec2 <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow", "/data/secret", "/data/x/y"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "container zoned: filesystem.deny /data/x/y"
+	round 1
+	assert_eq "$(said zoned 1)" $'1 secret=secret\n1 done'
+	rrun rt zone verify rec --format json
+	assert_failure 1
+	# The cause removed, reconcile makes what the update could not.
+	rm "$(bundle_dir z)/rootfs/data/x"
+	rrun rt zone reconcile
+	assert_success
+	round 2
+	assert_eq "$(said plain 2)" $'2 secret=secret\n2 done'
+	assert_eq "$(said zoned 2)" $'2 secret=fail\n2 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't open /data/secret: Permission denied"
+	wait_event rec '.control == "file" and .object == "/data/secret (permission denied)" and .comm == "sh"' >/dev/null
+	check_passed rec "container zoned: denied paths"
+	# Held now: a second reconcile mounts nothing more.
+	local pid before
+	pid=$(ct_pid zoned)
+	before=$(wc -l <"/proc/$pid/mountinfo")
+	rrun rt zone reconcile
+	assert_success
+	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
+}
