@@ -28,10 +28,10 @@ const createGrace = time.Minute
 // containers that have state but no record (nothing enforces them), re-pushes
 // every zone's policy and every live member (on the fallback with the
 // mounts of its file rules that a running member lacks: those an update
-// could not make), removes kernel entries nobody
-// owns, and uninstalls the programs of a root that has no zones left. It
-// also removes the pins of other roots whose state directory is gone
-// (removeOrphanPins). It returns one line per repair.
+// could not make), removes kernel entries nobody owns, and uninstalls the
+// programs of a root that has no zones left. It also removes the pins of
+// other roots whose state directory is gone (removeOrphanPins). It returns
+// one line per repair.
 func (e *Engine) Reconcile() ([]string, error) {
 	// Another root's pins that cannot be removed are no reason to leave
 	// this root unrepaired: that error is returned with this root's.
