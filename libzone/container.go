@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/utils"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/internal/process"
@@ -333,6 +334,22 @@ func (e *Engine) destroy(id string, remove func() error) error {
 	} else if st, err := e.State(id); err == nil {
 		zoneName = st.Zone
 	}
+	// The enforcer before the removal: events of the member that wait in
+	// the kernel are judged while its record and state still say where
+	// their paths resolve (rulepaths.go); after it, by their words alone.
+	// A look at the ring buffer first: a delete with nothing pending
+	// drains nothing. A failure here does not keep the container.
+	enf, enfErr := e.enforcer()
+	if enfErr == nil {
+		defer enf.Close()
+		if pending, err := enf.EventsPending(); err != nil {
+			logrus.Warnf("container %s: look for pending events: %v", id, err)
+		} else if pending {
+			if err := e.drain(enf, zone.NewEventLog(e.root)); err != nil {
+				logrus.Warnf("container %s: collect pending events before it goes: %v", id, err)
+			}
+		}
+	}
 	var hookErr error
 	if err := remove(); err != nil {
 		// libcontainer runs the poststop hooks after it has removed the
@@ -344,11 +361,9 @@ func (e *Engine) destroy(id string, remove func() error) error {
 		}
 		hookErr = err
 	}
-	enf, err := e.enforcer()
-	if err != nil {
-		return errors.Join(hookErr, err)
+	if enfErr != nil {
+		return errors.Join(hookErr, enfErr)
 	}
-	defer enf.Close()
 	return errors.Join(hookErr, e.release(enf, id, zoneName, rec))
 }
 

@@ -81,6 +81,9 @@ type Enforcer interface {
 	// events are gone for every reader: the engine runs one drain of a root
 	// at a time.
 	Drain() ([]KernelEvent, error)
+	// EventsPending reports whether there are events Drain would take,
+	// without taking them.
+	EventsPending() (bool, error)
 	// DrainLearned takes what learning zones recorded since the last
 	// drain, aggregated by zone, kind and object. Taken entries are gone
 	// for every reader, as events are.

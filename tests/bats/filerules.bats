@@ -984,3 +984,29 @@ late_bundle() {
 	assert_success
 	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
 }
+
+@test "delete: a member's pending mount errors are judged before it goes, through the symlinks of its root file system" {
+	# The rename goes through a symlink: only the member's root says that
+	# /lnk/file is /srv/ro/file; by its words it is no path of the rules.
+	local script='until [ -e /tmp/go ]; do sleep 0.1; done
+		if fileattack renameat / lnk/file tmp/x; then echo rename=ok; else echo rename=fail; fi'
+	local b
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		ln -s /srv/ro "$(bundle_dir $b)/rootfs/lnk"
+	done
+	in_zone z gone "$(guarded gone)"
+	runc_run plain r
+	run_ct zoned z
+	touch "$(bundle_dir r)/rootfs/tmp/go" "$(bundle_dir z)/rootfs/tmp/go"
+	retry 100 0.1 grep -q "^rename=" "$BATS_TEST_TMPDIR/plain.out"
+	wait_status zoned stopped
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/plain.out")" rename=ok
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.out")" rename=fail
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "renameat: invalid cross-device link"
+	# Nothing drained the event yet: delete judges it, then the record
+	# and the state go.
+	rrun rt delete zoned
+	assert_success
+	wait_event gone '.control == "file" and .object == "rename /srv/ro/file (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
+}
