@@ -23,8 +23,9 @@ package libzone
 //     as at create), gets the null device bound on it read-only and nodev,
 //     as a deny path missing at create does: open fails with EACCES, and
 //     metadata changes, renames and new links fail as on any mount. A file
-//     denied at create gets it too: its read-only bind looks like a
-//     read_only file's, which no Landlock domain denies.
+//     whose read-only bind create made for a read_only rule gets it too:
+//     the container's labels say which binds create made for deny rules
+//     (deniedFilesLabel), the mounts look alike.
 //   - a deny path that does not exist gets its mount point made (in the
 //     rootfs or bind source as at create, else in the container's view, in
 //     its own tmpfs) and the null device on it.
@@ -125,7 +126,9 @@ func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err err
 		c := *mt
 		cfg.Mounts[i] = &c
 	}
-	cfg.Labels = slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool { return strings.HasPrefix(l, deniedLinksLabel+"=") })
+	cfg.Labels = slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool {
+		return strings.HasPrefix(l, deniedLinksLabel+"=") || strings.HasPrefix(l, deniedFilesLabel+"=")
+	})
 	cfg.ReadonlyPaths, cfg.MaskPaths = nil, nil
 	if err := guardFiles(&zone.Policy{Filesystem: fs}, &cfg); err != nil {
 		return nil, err
@@ -177,6 +180,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err err
 	var ops []guardOp
 	// The other names recorded before, at create and by earlier updates.
 	recorded := deniedLinks(m.Config)
+	boundAtCreate := labelList(m.Config.Labels, deniedFilesLabel)
 	for _, l := range found {
 		if !slices.Contains(recorded, l) {
 			links = append(slices.Clone(recorded), found...)
@@ -217,11 +221,15 @@ func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err err
 		if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(1, 3) {
 			continue // the null device already: masked
 		}
-		// A read-only bind on the file is not enough: it holds a file
-		// denied at create (whose processes' Landlock domains deny the
-		// open) and a read_only file alike, and neither the mounts nor
-		// the stored policy (an earlier update may have failed for m)
-		// tell which; the null device holds it in both.
+		// A read-only bind holds a file denied at create, whose open the
+		// init's Landlock domain denies, and a read_only file alike: only
+		// the first is held, and only while the zone denied it since
+		// (old; an exec meanwhile got a domain of old). The stored policy
+		// alone cannot say it: an earlier update may have failed for m.
+		wasDenied := slices.Contains(boundAtCreate, d) && (slices.Contains(old.Filesystem.Deny, d) || slices.Contains(found, d))
+		if wasDenied && held(mounts, d, false, m.Pid) {
+			continue
+		}
 		ops = append(ops, guardOp{d, guardNull})
 	}
 	for _, r := range fs.ReadOnly {

@@ -47,7 +47,7 @@ func TestGuardRunning(t *testing.T) {
 		t.Skip("needs root (mounts)")
 	}
 	dir := t.TempDir()
-	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep", "w/file": "w", "ro2/secret": "secret"} {
+	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep", "w/file": "w", "ro2/secret": "secret", "rob": "rob"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -190,6 +190,34 @@ func TestGuardRunning(t *testing.T) {
 	}
 	if err := openIn("/w/file", unix.O_WRONLY); !errors.Is(err, unix.EROFS) {
 		t.Errorf("writable_paths narrowed: open /w/file in the member: %v, want EROFS", err)
+	}
+
+	// A read-only bind of a file onto itself, as create makes for a
+	// denied file and a read_only one alike: held for a deny path only
+	// where the labels say create made it for one (and the zone denied
+	// it since); else the null device goes on it.
+	if err := in(func() error {
+		if err := unix.Mount("/rob", "/rob", "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		return unix.Mount("", "/rob", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deny := &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/rob"}}}
+	labelled := m
+	labelled.Config = &configs.Config{Rootfs: dir, Labels: []string{deniedFilesLabel + `=["/rob"]`}}
+	if _, err := guardRunning(labelled, deny, deny); err != nil {
+		t.Fatal(err)
+	}
+	if err := openIn("/rob", unix.O_RDONLY); err != nil {
+		t.Errorf("a bind create made for the deny rule was not left alone: open /rob: %v", err)
+	}
+	if _, err := guardRunning(m, deny, deny); err != nil {
+		t.Fatal(err)
+	}
+	if err := openIn("/rob", unix.O_RDONLY); !errors.Is(err, unix.EACCES) {
+		t.Errorf("a read_only file's bind counted as its deny rule's: open /rob: %v, want EACCES", err)
 	}
 
 	// A pid that is no longer the member's init (reused) is left alone.

@@ -931,6 +931,12 @@ late_bundle() {
 	assert_match "$stderr" "container zoned: filesystem.deny /data/x/y"
 	round 1
 	assert_eq "$(said zoned 1)" $'1 f=secret\n1 done'
+	# The read-only bind the read_only rule made holds no deny rule:
+	# verify says so.
+	rrun rt zone verify rof --format json
+	assert_failure 1
+	jqe 'any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/data/f: only a read-only mount holds it")))' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
 	# The cause removed, the update again: the read-only bind that held
 	# /data/f as read_only gets the null device on it.
 	rm "$(bundle_dir z)/rootfs/data/x"
