@@ -220,6 +220,24 @@ type Event struct {
 	NewPath string
 }
 
+// EventsPending reports whether the ring buffer holds events no drain has
+// taken yet, reading none: a ring buffer's fd polls readable while its
+// producer is ahead of its consumer. One poll(2): a reader (an epoll
+// instance and the ring's mappings) costs a delete with nothing pending
+// far more.
+func (k *Kernel) EventsPending() (bool, error) {
+	fds := []unix.PollFd{{Fd: int32(k.maps.Events.FD()), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		} else if err != nil {
+			return false, fmt.Errorf("poll the event ring buffer: %w", err)
+		}
+		return n > 0 && fds[0].Revents&unix.POLLIN != 0, nil
+	}
+}
+
 // DrainEvents returns up to max events already in the ring buffer, oldest
 // first. It never waits for new ones, and stops early at deadline (zero:
 // no deadline). Consumed events are gone for every reader, so drains of

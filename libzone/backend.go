@@ -305,20 +305,25 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 // lists the hooks judge for every process at once), then, on both
 // backends, closes their code routes when the zone has exec rules
 // (execupdate.go).
-func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMember) error {
+func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMember) (map[string][]string, error) {
 	lsm := ke.k.LSM()
 	var errs []error
+	links := map[string][]string{}
 	for _, m := range members {
+		var l []string
 		var err error
 		if !lsm {
-			err = guardRunning(m, old, p)
+			l, err = guardRunning(m, old, p)
 		}
 		err = errors.Join(err, closeRunningExec(m, old, p, lsm))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("container %s: %w", m.ID, err))
 		}
+		if l != nil {
+			links[m.ID] = l
+		}
 	}
-	return errors.Join(errs...)
+	return links, errors.Join(errs...)
 }
 
 // PrepareProcess wraps p in the Landlock shim when the zone has filesystem,

@@ -1,15 +1,19 @@
 package libzone
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/opencontainers/runc/libcontainer/utils"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"github.com/rauha-runtime/rauha/internal/process"
@@ -229,6 +233,33 @@ func (c *Container) Set(cfg configs.Config) error {
 	return nil
 }
 
+// recordDeniedLinks replaces the other names of denied inodes that c's
+// state lists (deniedLinksLabel) with links. The configuration is saved
+// through libcontainer, whose Set applies the cgroup resources again as
+// they are (devices skipped, as "update" skips them); a container that
+// stopped meanwhile has nothing left to check.
+func (c *Container) recordDeniedLinks(links []string) error {
+	raw, err := json.Marshal(links)
+	if err != nil {
+		return err
+	}
+	cfg := c.lc.Config()
+	cfg.Labels = append(slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool {
+		return strings.HasPrefix(l, deniedLinksLabel+"=")
+	}), deniedLinksLabel+"="+string(raw))
+	if cfg.Cgroups != nil && cfg.Cgroups.Resources != nil {
+		cg := *cfg.Cgroups
+		res := *cg.Resources
+		res.SkipDevices = true
+		cg.Resources = &res
+		cfg.Cgroups = &cg
+	}
+	if err := c.lc.Set(cfg); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+		return err
+	}
+	return nil
+}
+
 // Delete removes container id: its processes (when force, or when it was
 // only created), its cgroups and state, its zone membership and record. A
 // stopped container that is only directories to remove (plainDestroy) is
@@ -303,6 +334,22 @@ func (e *Engine) destroy(id string, remove func() error) error {
 	} else if st, err := e.State(id); err == nil {
 		zoneName = st.Zone
 	}
+	// The enforcer before the removal: events of the member that wait in
+	// the kernel are judged while its record and state still say where
+	// their paths resolve (rulepaths.go); after it, by their words alone.
+	// A look at the ring buffer first: a delete with nothing pending
+	// drains nothing. A failure here does not keep the container.
+	enf, enfErr := e.enforcer()
+	if enfErr == nil {
+		defer enf.Close()
+		if pending, err := enf.EventsPending(); err != nil {
+			logrus.Warnf("container %s: look for pending events: %v", id, err)
+		} else if pending {
+			if err := e.drain(enf, zone.NewEventLog(e.root)); err != nil {
+				logrus.Warnf("container %s: collect pending events before it goes: %v", id, err)
+			}
+		}
+	}
 	var hookErr error
 	if err := remove(); err != nil {
 		// libcontainer runs the poststop hooks after it has removed the
@@ -314,11 +361,9 @@ func (e *Engine) destroy(id string, remove func() error) error {
 		}
 		hookErr = err
 	}
-	enf, err := e.enforcer()
-	if err != nil {
-		return errors.Join(hookErr, err)
+	if enfErr != nil {
+		return errors.Join(hookErr, enfErr)
 	}
-	defer enf.Close()
 	return errors.Join(hookErr, e.release(enf, id, zoneName, rec))
 }
 

@@ -48,9 +48,14 @@ type Enforcer interface {
 	// members that have a process: a backend that holds file rules with
 	// the containers' mounts (the fallback) makes in each member's mount
 	// namespace those it lacks, so that the rules hold for processes
-	// already running. It returns an error naming each member it could not
-	// guard, after trying every one.
-	GuardRunning(p, old *zone.Policy, members []RunningMember) error
+	// already running; on both backends, when p has exec rules, it closes
+	// the members' code routes (noexec writable mounts, non-executable
+	// memfds; execupdate.go). It returns, by member id, the other names of denied
+	// inodes whose mounts a member holds now where it found names the
+	// member's deniedLinksLabel does not list (to be recorded there), and
+	// an error naming each member it could not guard, after trying every
+	// one.
+	GuardRunning(p, old *zone.Policy, members []RunningMember) (links map[string][]string, err error)
 	// PrepareProcess makes a process of a member start inside the zone's
 	// boundary before its first instruction: the init (initPid 0) and every
 	// exec (initPid is the running container's init). started, when not
@@ -78,6 +83,9 @@ type Enforcer interface {
 	// events are gone for every reader: the engine runs one drain of a root
 	// at a time.
 	Drain() ([]KernelEvent, error)
+	// EventsPending reports whether there are events Drain would take,
+	// without taking them.
+	EventsPending() (bool, error)
 	// DrainLearned takes what learning zones recorded since the last
 	// drain, aggregated by zone, kind and object. Taken entries are gone
 	// for every reader, as events are.

@@ -62,8 +62,19 @@ import (
 
 // deniedLinksLabel is the container label (kept in libcontainer's state,
 // so exec sees it) that lists the other names of denied inodes found at
-// create: they are denied in every Landlock domain of the container.
+// create, denied in every Landlock domain of the container, and those a
+// zone update found while it ran, masked with the null device
+// (fileguardupdate.go) and denied in the domains of later execs.
 const deniedLinksLabel = "org.rauha.denied-links"
+
+// deniedFilesLabel is the container label (in libcontainer's state) that
+// lists the deny paths create holds with a read-only bind of themselves and
+// the Landlock domain of the init: denied files, the other names of denied
+// inodes, and deny paths on proc or sysfs. A zone update cannot tell such
+// a bind from a read_only path's by the mounts; this says which it is.
+// Without it (none, or a container of an older rauha) no bind is taken for
+// a deny rule's: an update masks the file, verify asks for that.
+const deniedFilesLabel = "org.rauha.denied-files"
 
 // maxLinkScan bounds the directory entries read to find the other names of
 // a denied inode that has more than one.
@@ -100,7 +111,7 @@ func guardFiles(p *zone.Policy, cfg *configs.Config) error {
 	if len(fs.Deny) > 0 {
 		denySyscalls(cfg, []string{"open_by_handle_at"})
 	}
-	var links []string
+	var links, bound []string
 	for _, d := range fs.Deny {
 		if d == "/" {
 			continue // nothing would run; Landlock denies it all anyway
@@ -123,6 +134,7 @@ func guardFiles(p *zone.Policy, cfg *configs.Config) error {
 			// read-only when it exists at start (readonlyPath skips what
 			// does not).
 			appendNew(&cfg.ReadonlyPaths, d)
+			bound = append(bound, d)
 		case st == nil:
 			if err := maskMissing(root, cfg, d); err != nil {
 				return fmt.Errorf("filesystem.deny %s: %w", d, err)
@@ -132,6 +144,7 @@ func guardFiles(p *zone.Policy, cfg *configs.Config) error {
 			readOnlyMounts(cfg, d)
 		default:
 			appendNew(&cfg.ReadonlyPaths, d)
+			bound = append(bound, d)
 		}
 	}
 	links, err = otherNames(root, cfg, fs.Deny)
@@ -140,6 +153,10 @@ func guardFiles(p *zone.Policy, cfg *configs.Config) error {
 	}
 	for _, l := range links {
 		appendNew(&cfg.ReadonlyPaths, l)
+	}
+	if bound = append(bound, links...); len(bound) > 0 {
+		raw, _ := json.Marshal(bound)
+		cfg.Labels = append(cfg.Labels, deniedFilesLabel+"="+string(raw))
 	}
 	if len(links) > 0 {
 		raw, _ := json.Marshal(links)
@@ -597,7 +614,8 @@ func walkDir(dir int, dev uint64, rel string, budget *int, f func(st *unix.Stat_
 	return nil
 }
 
-// deniedLinks are the other names of denied inodes recorded at create.
+// deniedLinks are the other names of denied inodes recorded at create and
+// by zone updates.
 func deniedLinks(cfg *configs.Config) []string {
 	if cfg == nil {
 		return nil
@@ -606,9 +624,12 @@ func deniedLinks(cfg *configs.Config) []string {
 }
 
 // deniedLinksIn reads deniedLinksLabel from a container's labels.
-func deniedLinksIn(labels []string) []string {
+func deniedLinksIn(labels []string) []string { return labelList(labels, deniedLinksLabel) }
+
+// labelList reads the JSON list in label name of a container's labels.
+func labelList(labels []string, name string) []string {
 	for _, l := range labels {
-		if v, ok := strings.CutPrefix(l, deniedLinksLabel+"="); ok {
+		if v, ok := strings.CutPrefix(l, name+"="); ok {
 			var out []string
 			if json.Unmarshal([]byte(v), &out) == nil {
 				return out
@@ -641,9 +662,25 @@ func topMount(mounts []*mountinfo.Info, p string) *mountinfo.Info {
 
 // isDirIn reports whether p is a directory inside pid's root.
 func isDirIn(pid int, p string) bool {
+	st := statInPid(pid, p)
+	return st != nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// unmaskedFileIn reports whether p inside pid's root is a file other than
+// the null device (the mask of a deny path).
+func unmaskedFileIn(pid int, p string) bool {
+	st := statInPid(pid, p)
+	if st == nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return false
+	}
+	return st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != unix.Mkdev(1, 3)
+}
+
+// statInPid stats p inside pid's root; nil when it cannot.
+func statInPid(pid int, p string) *unix.Stat_t {
 	root, err := unix.Open(procRoot(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return nil
 	}
 	defer unix.Close(root)
 	fd, err := unix.Openat2(root, p, &unix.OpenHow{
@@ -651,11 +688,14 @@ func isDirIn(pid int, p string) bool {
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
-		return false
+		return nil
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if unix.Fstat(fd, &st) != nil {
+		return nil
+	}
+	return &st
 }
 
 // verifyFileGuards adds the checks of the mounts that hold the member's
@@ -676,7 +716,10 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 		readOnly = append([]string{"/"}, readOnly...) // everything not writable
 	}
 	// masked: a denied directory must be covered by the empty tmpfs (a
-	// read-only mount alone leaves its names, and sockets, reachable).
+	// read-only mount alone leaves its names, and sockets, reachable), and
+	// a denied file by the null device unless create bound it for its deny
+	// rule (deniedFilesLabel): a read_only rule's bind refuses writes only.
+	bound := labelList(cfg.Labels, deniedFilesLabel)
 	check := func(label string, paths []string, masked bool, routes []string) {
 		if len(paths) == 0 {
 			return
@@ -691,6 +734,8 @@ func verifyFileGuards(name string, pid int, cfg *configs.Config, p *zone.Policy,
 				bad = append(bad, q+": the mount on it is read-write")
 			case masked && m.FSType != "tmpfs" && isDirIn(pid, q):
 				bad = append(bad, q+": the directory is not masked (its names are reachable)")
+			case masked && !slices.Contains(bound, q) && unmaskedFileIn(pid, q):
+				bad = append(bad, q+": only a read-only mount holds it, which refuses writes, not reads (made for a read_only rule; run the zone update again or 'rauha zone reconcile')")
 			}
 		}
 		bad = append(bad, routes...)

@@ -22,7 +22,10 @@ package libzone
 //   - a denied file, and the other names its inode has in the image (found
 //     as at create), gets the null device bound on it read-only and nodev,
 //     as a deny path missing at create does: open fails with EACCES, and
-//     metadata changes, renames and new links fail as on any mount.
+//     metadata changes, renames and new links fail as on any mount. A file
+//     whose read-only bind create made for a read_only rule gets it too:
+//     the container's labels say which binds create made for deny rules
+//     (deniedFilesLabel), the mounts look alike.
 //   - a deny path that does not exist gets its mount point made (in the
 //     rootfs or bind source as at create, else in the container's view, in
 //     its own tmpfs) and the null device on it.
@@ -91,9 +94,13 @@ const (
 
 // guardRunning makes in member m the mounts that hold policy p's read_only
 // and deny rules and that it does not have yet; old is the policy the zone
-// had before the update (its deny files are held by the Landlock domains of
-// m's processes where m was created with them).
-func guardRunning(m RunningMember, old, p *zone.Policy) error {
+// had before the update (the writable paths it takes away are made
+// read-only). links are the other names
+// of denied inodes m's mounts hold now when it found some that m's
+// deniedLinksLabel does not list yet (nil otherwise): the caller records
+// them there, so that verify checks their masks and the next update and
+// drain know them.
+func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err error) {
 	fs := p.Filesystem
 	// A root read-only but for the writable paths (an empty list: nothing
 	// writable).
@@ -103,10 +110,10 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		writable = *fs.WritablePaths
 	}
 	if !heldByMounts(&fs) {
-		return nil
+		return nil, nil
 	}
 	if !initAlive(m.Pid, m.StartTime) {
-		return nil // deleted meanwhile: nothing to guard, nothing to make in its rootfs
+		return nil, nil // deleted meanwhile: nothing to guard, nothing to make in its rootfs
 	}
 	var problems []string
 	if len(fs.Deny) > 0 && !handlesDenied(m.Config) && keepsCap(m.Config, p, "CAP_DAC_READ_SEARCH") {
@@ -121,30 +128,32 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		c := *mt
 		cfg.Mounts[i] = &c
 	}
-	cfg.Labels = slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool { return strings.HasPrefix(l, deniedLinksLabel+"=") })
+	cfg.Labels = slices.DeleteFunc(slices.Clone(cfg.Labels), func(l string) bool {
+		return strings.HasPrefix(l, deniedLinksLabel+"=") || strings.HasPrefix(l, deniedFilesLabel+"=")
+	})
 	cfg.ReadonlyPaths, cfg.MaskPaths = nil, nil
 	if err := guardFiles(&zone.Policy{Filesystem: fs}, &cfg); err != nil {
-		return err
+		return nil, err
 	}
-	links := deniedLinks(&cfg)
+	found := deniedLinks(&cfg)
 	// The writable paths on the rootfs that create binds onto themselves,
 	// judged on the member's own mounts.
 	var keep []*configs.Mount
 	if roRoot {
 		rootfs, err := unix.Open(m.Config.Rootfs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("open rootfs %s: %w", m.Config.Rootfs, err)
+			return nil, fmt.Errorf("open rootfs %s: %w", m.Config.Rootfs, err)
 		}
 		keep, err = writableBinds(rootfs, m.Config, writable)
 		unix.Close(rootfs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 
 	v, err := openMember(m)
 	if err != nil || v == nil {
-		return err
+		return nil, err
 	}
 	defer v.close()
 	mounts, root := v.mounts, v.root
@@ -155,15 +164,25 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	// would be hidden under the copy), then the copies, then the mounts
 	// made read-only where they are.
 	var ops []guardOp
-	linksAtCreate := deniedLinks(m.Config)
-	for _, d := range append(slices.Clone(fs.Deny), links...) {
+	// The other names recorded before, at create and by earlier updates.
+	recorded := deniedLinks(m.Config)
+	boundAtCreate := labelList(m.Config.Labels, deniedFilesLabel)
+	for _, l := range found {
+		if !slices.Contains(recorded, l) {
+			links = append(slices.Clone(recorded), found...)
+			slices.Sort(links)
+			links = slices.Compact(links)
+			break
+		}
+	}
+	for _, d := range append(slices.Clone(fs.Deny), found...) {
 		if d == "/" {
 			continue // as at create: Landlock denies it all, nothing would run
 		}
 		rel := strings.TrimPrefix(path.Clean(d), "/")
 		st, err := statIn(root, rel)
 		if err != nil {
-			return fmt.Errorf("filesystem.deny %s: %w", d, err)
+			return links, fmt.Errorf("filesystem.deny %s: %w", d, err)
 		}
 		if st == nil {
 			// Missing in the rootfs and the bind sources too (guardFiles
@@ -173,10 +192,10 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 			if errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOENT) {
 				continue // proc, sysfs, a read-only file system: verify names it, as at create
 			} else if err != nil {
-				return fmt.Errorf("filesystem.deny %s: cannot make the mount point that denies it: %w", d, err)
+				return links, fmt.Errorf("filesystem.deny %s: cannot make the mount point that denies it: %w", d, err)
 			}
 			if st, err = statIn(root, rel); err != nil || st == nil {
-				return fmt.Errorf("filesystem.deny %s: the mount point made for it is gone: %v", d, err)
+				return links, fmt.Errorf("filesystem.deny %s: the mount point made for it is gone: %v", d, err)
 			}
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -188,10 +207,12 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 		if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(1, 3) {
 			continue // the null device already: masked
 		}
-		// Denied at create, the Landlock domains of its processes deny
-		// the file and a read-only mount holds the rest; else the null
-		// device must.
-		wasDenied := slices.Contains(old.Filesystem.Deny, d) || slices.Contains(linksAtCreate, d)
+		// A read-only bind holds a file denied at create, whose open the
+		// init's Landlock domain denies, and a read_only file alike: only
+		// the first is held, and only while the zone denied it since
+		// (old; an exec meanwhile got a domain of old). The stored policy
+		// alone cannot say it: an earlier update may have failed for m.
+		wasDenied := slices.Contains(boundAtCreate, d) && (slices.Contains(old.Filesystem.Deny, d) || slices.Contains(found, d))
 		if wasDenied && held(mounts, d, false, m.Pid) {
 			continue
 		}
@@ -237,13 +258,13 @@ func guardRunning(m RunningMember, old, p *zone.Policy) error {
 	}
 	if len(ops) > 0 {
 		if err := mountInMember(v.nsfd, root, mounts, ops); err != nil {
-			return err
+			return links, err
 		}
 	}
 	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
+		return links, errors.New(strings.Join(problems, "; "))
 	}
-	return nil
+	return links, nil
 }
 
 // memberView is what a zone update reads of a running member to make

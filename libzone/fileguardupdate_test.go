@@ -47,7 +47,7 @@ func TestGuardRunning(t *testing.T) {
 		t.Skip("needs root (mounts)")
 	}
 	dir := t.TempDir()
-	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep", "w/file": "w", "ro2/secret": "secret"} {
+	for f, data := range map[string]string{"secret": "secret", "d/key": "key", "ro/file": "keep", "keep": "keep", "w/file": "w", "ro2/secret": "secret", "rob": "rob"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func TestGuardRunning(t *testing.T) {
 		// read-only copy, not hidden under it.
 		Deny: []string{"/secret", "/d", "/none/x", "/ro2/secret"},
 	}}
-	if err := guardRunning(m, &zone.Policy{}, p); err != nil {
+	if _, err := guardRunning(m, &zone.Policy{}, p); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -144,7 +144,7 @@ func TestGuardRunning(t *testing.T) {
 	}
 	// Held now: a second update mounts nothing more.
 	before := mounts()
-	if err := guardRunning(m, p, p); err != nil {
+	if _, err := guardRunning(m, p, p); err != nil {
 		t.Fatal(err)
 	}
 	if after := mounts(); after != before {
@@ -157,13 +157,13 @@ func TestGuardRunning(t *testing.T) {
 	if err := in(func() (err error) { fd, err = unix.Open("/keep", unix.O_WRONLY|unix.O_CLOEXEC, 0); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if err := guardRunning(m, p, w); err == nil || !strings.Contains(err.Error(), "open for writing") {
+	if _, err := guardRunning(m, p, w); err == nil || !strings.Contains(err.Error(), "open for writing") {
 		t.Errorf("a file open for writing on the root: %v", err)
 	}
 	if err := in(func() error { return unix.Close(fd) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := guardRunning(m, p, w); err != nil {
+	if _, err := guardRunning(m, p, w); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -185,16 +185,44 @@ func TestGuardRunning(t *testing.T) {
 	}
 	// An update that takes /w from writable_paths makes its copy
 	// read-only.
-	if err := guardRunning(m, w, &zone.Policy{Filesystem: zone.Filesystem{WritablePaths: &[]string{}}}); err != nil {
+	if _, err := guardRunning(m, w, &zone.Policy{Filesystem: zone.Filesystem{WritablePaths: &[]string{}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := openIn("/w/file", unix.O_WRONLY); !errors.Is(err, unix.EROFS) {
 		t.Errorf("writable_paths narrowed: open /w/file in the member: %v, want EROFS", err)
 	}
 
+	// A read-only bind of a file onto itself, as create makes for a
+	// denied file and a read_only one alike: held for a deny path only
+	// where the labels say create made it for one (and the zone denied
+	// it since); else the null device goes on it.
+	if err := in(func() error {
+		if err := unix.Mount("/rob", "/rob", "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		return unix.Mount("", "/rob", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deny := &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/rob"}}}
+	labelled := m
+	labelled.Config = &configs.Config{Rootfs: dir, Labels: []string{deniedFilesLabel + `=["/rob"]`}}
+	if _, err := guardRunning(labelled, deny, deny); err != nil {
+		t.Fatal(err)
+	}
+	if err := openIn("/rob", unix.O_RDONLY); err != nil {
+		t.Errorf("a bind create made for the deny rule was not left alone: open /rob: %v", err)
+	}
+	if _, err := guardRunning(m, deny, deny); err != nil {
+		t.Fatal(err)
+	}
+	if err := openIn("/rob", unix.O_RDONLY); !errors.Is(err, unix.EACCES) {
+		t.Errorf("a read_only file's bind counted as its deny rule's: open /rob: %v, want EACCES", err)
+	}
+
 	// A pid that is no longer the member's init (reused) is left alone.
 	m.StartTime++
-	if err := guardRunning(m, &zone.Policy{}, &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/keep"}}}); err != nil {
+	if _, err := guardRunning(m, &zone.Policy{}, &zone.Policy{Filesystem: zone.Filesystem{Deny: []string{"/keep"}}}); err != nil {
 		t.Errorf("a reused pid: %v", err)
 	}
 	if err := openIn("/keep", unix.O_RDONLY); err != nil {

@@ -190,6 +190,10 @@ func (n *eventNames) event(ke KernelEvent) (zone.Event, bool) {
 	return ze, true
 }
 
+// EventsPending reports whether events wait in the kernel (see
+// Enforcer.EventsPending).
+func (ke *kernelEnforcer) EventsPending() (bool, error) { return ke.k.EventsPending() }
+
 // Drain takes the events waiting in the kernel (see Enforcer.Drain).
 func (ke *kernelEnforcer) Drain() ([]KernelEvent, error) {
 	evs, err := ke.k.DrainEvents(drainBatch, time.Now().Add(drainDeadline))

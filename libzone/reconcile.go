@@ -26,10 +26,12 @@ const createGrace = time.Minute
 // Reconcile makes the kernel and the state directory agree with the store,
 // which is the truth: it drops records of containers that are gone, kills
 // containers that have state but no record (nothing enforces them), re-pushes
-// every zone's policy and every live member, removes kernel entries nobody
-// owns, and uninstalls the programs of a root that has no zones left. It
-// also removes the pins of other roots whose state directory is gone
-// (removeOrphanPins). It returns one line per repair.
+// every zone's policy and every live member (on the fallback with the
+// mounts of its file rules that a running member lacks: those an update
+// could not make), removes kernel entries nobody owns, and uninstalls the
+// programs of a root that has no zones left. It also removes the pins of
+// other roots whose state directory is gone (removeOrphanPins). It returns
+// one line per repair.
 func (e *Engine) Reconcile() ([]string, error) {
 	// Another root's pins that cannot be removed are no reason to leave
 	// this root unrepaired: that error is returned with this root's.
@@ -234,6 +236,8 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		keepZones[zones[i].ID] = true
 		if _, err := e.applyStored(enf, zones[i].Name); err != nil {
 			errs = append(errs, err)
+		} else if err := e.guardStored(enf, zones[i].Name); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	pruned, err := enf.Prune(live, keepZones)
@@ -256,6 +260,37 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		logrus.Debugf("reconcile: %s", f)
 	}
 	return fixed, errors.Join(errs...)
+}
+
+// guardStored has the enforcer make, in zone name's members that have a
+// process, the mounts of its stored file rules that they lack (those an
+// update could not make: guardMembers), under the policy lock as an update
+// makes them. The stored policy is also the one before: a reconcile takes
+// no writable path away.
+func (e *Engine) guardStored(enf Enforcer, name string) error {
+	unlock, err := e.lockPolicies()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var rz *ResolvedZone
+	err = e.store.View(func(tx *zone.Tx) error {
+		z, err := tx.Zone(name)
+		if err != nil {
+			return err
+		}
+		rz, _, err = resolveZone(tx, z)
+		return err
+	})
+	if errors.Is(err, zone.ErrNotFound) {
+		return nil // deleted meanwhile
+	} else if err != nil {
+		return fmt.Errorf("zone %s: %w", name, err)
+	}
+	if err := e.guardMembers(enf, &rz.Policy, rz); err != nil {
+		return fmt.Errorf("zone %s: its file rules do not hold in running containers: %w", name, err)
+	}
+	return nil
 }
 
 // uninstallIfNoZones removes the kernel programs and maps (and their pins)

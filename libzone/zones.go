@@ -276,6 +276,7 @@ func (e *Engine) guardMembers(enf Enforcer, old *zone.Policy, rz *ResolvedZone) 
 	}
 	var (
 		running []RunningMember
+		loaded  = map[string]*Container{}
 		errs    []error
 	)
 	for _, m := range rz.Members {
@@ -302,9 +303,20 @@ func (e *Engine) guardMembers(enf Enforcer, old *zone.Policy, rz *ResolvedZone) 
 		}
 		cfg := c.Config()
 		running = append(running, RunningMember{ID: m.ID, Pid: st.InitProcessPid, StartTime: st.InitProcessStartTime, Config: &cfg})
+		loaded[m.ID] = c
 	}
-	if len(running) > 0 {
-		errs = append(errs, enf.GuardRunning(&rz.Policy, old, running))
+	if len(running) == 0 {
+		return errors.Join(errs...)
+	}
+	links, err := enf.GuardRunning(&rz.Policy, old, running)
+	errs = append(errs, err)
+	// Other names of denied files found now are masked like those found at
+	// create, and recorded with them: verify checks their masks, a drain
+	// judges errors on them, and an exec denies them in its domain.
+	for id, l := range links {
+		if err := loaded[id].recordDeniedLinks(l); err != nil {
+			errs = append(errs, fmt.Errorf("container %s: record the other names of denied files: %w", id, err))
+		}
 	}
 	return errors.Join(errs...)
 }

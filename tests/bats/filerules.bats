@@ -88,15 +88,15 @@ round() {
 # said NAME I: what container NAME printed in round I.
 said() { grep "^$2 " "$BATS_TEST_TMPDIR/$1.out"; }
 
-# start_both ZONE WANT: zone ZONE (denying /etc/shadow alone) for bundle z;
-# bundle r runs under plain runc as plain, z in the zone as zoned; both take
-# round 0, which must print WANT.
+# start_both ZONE WANT [POLICY]: zone ZONE (POLICY, else denying /etc/shadow
+# alone) for bundle z; bundle r runs under plain runc as plain, z in the zone
+# as zoned; both take round 0, which must print WANT.
 start_both() {
-	in_zone z "$1" "$(policy "$1" <<-'EOF'
+	in_zone z "$1" "${3:-$(policy "$1" <<-'EOF'
 		[filesystem]
 		deny = ["/etc/shadow"]
 	EOF
-	)"
+	)}"
 	runc_run plain r
 	run_ct zoned z
 	round 0
@@ -678,6 +678,11 @@ late_bundle() {
 	# is reported.
 	check_passed held "container zoned: denied paths"
 	check_passed held "container zoned: read-only paths"
+	# The other name the update found is recorded with those found at
+	# create: verify lists its mask among the denied paths.
+	rrun rt zone verify held --format json
+	jqe 'any(.checks[]; .name == "container zoned: denied paths" and .passed and (.detail | test("/opt/secret\\.bak")))' <<<"$stdout" >/dev/null ||
+		fail "verify does not check the mask on /opt/secret.bak: $stdout"
 
 	# Nothing of it reached the host: the files are there as they were,
 	# and no mount of the update is in the host's mount table.
@@ -696,6 +701,15 @@ late_bundle() {
 	rrun rt zone update held --policy "$BATS_TEST_TMPDIR/held2.toml"
 	assert_success
 	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
+	# Removing that mask by hand reopens the file under its other name:
+	# verify must say so.
+	nsenter -t "$pid" -m umount /opt/secret.bak
+	round 2
+	assert_eq "$(said zoned 2 | grep secret.bak)" "2 /opt/secret.bak=secret"
+	rrun rt zone verify held --format json
+	assert_failure 1
+	jqe 'any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/opt/secret\\.bak: no mount")))' <<<"$stdout" >/dev/null ||
+		fail "verify does not notice the missing mask on /opt/secret.bak: $stdout"
 }
 
 @test "io_uring requests on deny and read_only paths: denied in their completion, and reported" {
@@ -997,4 +1011,147 @@ late_bundle() {
 		any(.checks[]; .name == "container c2: exec: memfd" and .passed) and
 		any(.checks[]; .name == "container c2: exec: writable paths noexec" and .passed)' <<<"$stdout" >/dev/null ||
 		fail "verify: $stdout"
+}
+
+@test "zone update: writable_paths alone (no deny, no read_only) make the root read-only under a process already running" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if echo w >>/srv/ro/file; then echo "$i root=ok"; else echo "$i root=fail"; fi
+		if echo w >>/tmp/f; then echo "$i tmp=ok"; else echo "$i tmp=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	attack_bundle r sh -c "$script"
+	attack_bundle z sh -c "$script"
+	# A zone without file rules: no Landlock domain, no mounts at create.
+	start_both wonly $'0 root=ok\n0 tmp=ok\n0 done' "$(policy wonly <<-'EOF'
+		[filesystem]
+	EOF
+	)"
+	rrun rt zone update wonly --policy "$(policy wonly2 <<-'EOF'
+		[filesystem]
+		writable_paths = ["/tmp"]
+	EOF
+	)"
+	assert_success
+	round 1
+	assert_eq "$(said plain 1)" $'1 root=ok\n1 tmp=ok\n1 done'
+	assert_eq "$(said zoned 1)" $'1 root=fail\n1 tmp=ok\n1 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't create /srv/ro/file: Read-only file system"
+	assert_eq "$(cat "$(bundle_dir z)/rootfs/srv/ro/file")" $'keep\nw' # round 0's write only
+	assert_eq "$(cat "$(bundle_dir z)/rootfs/tmp/f")" $'w\nw'
+	wait_event wonly '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
+	check_passed wonly "container zoned: read-only paths"
+}
+
+@test "zone update: a read_only file made a deny path in a member the first update could not guard is masked by the next" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if read -r l </data/f; then echo "$i f=$l"; else echo "$i f=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	local b
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		echo secret >"$(bundle_dir $b)/rootfs/data/f"
+		# A file where the new deny path needs a directory: the update
+		# cannot make its mount point, so it guards nothing in the member.
+		echo x >"$(bundle_dir $b)/rootfs/data/x"
+	done
+	# The zone denies /etc/shadow from create: the seccomp rule against
+	# file handles is in place.
+	start_both rof $'0 f=secret\n0 done' "$(policy rof <<-'EOF'
+		[filesystem]
+		read_only = ["/data/f"]
+		deny = ["/etc/shadow"]
+	EOF
+	)"
+	rrun rt zone update rof --policy "$(policy rof2 <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow", "/data/f", "/data/x/y"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "container zoned: filesystem.deny /data/x/y"
+	round 1
+	assert_eq "$(said zoned 1)" $'1 f=secret\n1 done'
+	# The read-only bind the read_only rule made holds no deny rule:
+	# verify says so.
+	rrun rt zone verify rof --format json
+	assert_failure 1
+	jqe 'any(.checks[]; .name == "container zoned: denied paths" and (.passed | not) and (.detail | test("/data/f: only a read-only mount holds it")))' <<<"$stdout" >/dev/null ||
+		fail "verify: $stdout"
+	# The cause removed, the update again: the read-only bind that held
+	# /data/f as read_only gets the null device on it.
+	rm "$(bundle_dir z)/rootfs/data/x"
+	rrun rt zone update rof --policy "$BATS_TEST_TMPDIR/rof2.toml"
+	assert_success
+	round 2
+	assert_eq "$(said plain 2)" $'2 f=secret\n2 done'
+	assert_eq "$(said zoned 2)" $'2 f=fail\n2 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't open /data/f: Permission denied"
+	wait_event rof '.control == "file" and .object == "/data/f (permission denied)" and .comm == "sh"' >/dev/null
+	check_passed rof "container zoned: denied paths"
+}
+
+@test "zone reconcile: makes the mounts of a deny path in a running member that an update could not make" {
+	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
+		if read -r l </data/secret; then echo "$i secret=$l"; else echo "$i secret=fail"; fi
+		echo "$i done"; i=$((i+1)); done'
+	local b
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		echo secret >"$(bundle_dir $b)/rootfs/data/secret"
+		echo x >"$(bundle_dir $b)/rootfs/data/x" # where /data/x/y needs a directory
+	done
+	start_both rec $'0 secret=secret\n0 done'
+	rrun rt zone update rec --policy "$(policy rec2 <<-'EOF'
+		[filesystem]
+		deny = ["/etc/shadow", "/data/secret", "/data/x/y"]
+	EOF
+	)"
+	assert_failure 1
+	assert_match "$stderr" "container zoned: filesystem.deny /data/x/y"
+	round 1
+	assert_eq "$(said zoned 1)" $'1 secret=secret\n1 done'
+	rrun rt zone verify rec --format json
+	assert_failure 1
+	# The cause removed, reconcile makes what the update could not.
+	rm "$(bundle_dir z)/rootfs/data/x"
+	rrun rt zone reconcile
+	assert_success
+	round 2
+	assert_eq "$(said plain 2)" $'2 secret=secret\n2 done'
+	assert_eq "$(said zoned 2)" $'2 secret=fail\n2 done'
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't open /data/secret: Permission denied"
+	wait_event rec '.control == "file" and .object == "/data/secret (permission denied)" and .comm == "sh"' >/dev/null
+	check_passed rec "container zoned: denied paths"
+	# Held now: a second reconcile mounts nothing more.
+	local pid before
+	pid=$(ct_pid zoned)
+	before=$(wc -l <"/proc/$pid/mountinfo")
+	rrun rt zone reconcile
+	assert_success
+	assert_eq "$(wc -l <"/proc/$pid/mountinfo")" "$before"
+}
+
+@test "delete: a member's pending mount errors are judged before it goes, through the symlinks of its root file system" {
+	# The rename goes through a symlink: only the member's root says that
+	# /lnk/file is /srv/ro/file; by its words it is no path of the rules.
+	local script='until [ -e /tmp/go ]; do sleep 0.1; done
+		if fileattack renameat / lnk/file tmp/x; then echo rename=ok; else echo rename=fail; fi'
+	local b
+	for b in r z; do
+		attack_bundle $b sh -c "$script"
+		ln -s /srv/ro "$(bundle_dir $b)/rootfs/lnk"
+	done
+	in_zone z gone "$(guarded gone)"
+	runc_run plain r
+	run_ct zoned z
+	touch "$(bundle_dir r)/rootfs/tmp/go" "$(bundle_dir z)/rootfs/tmp/go"
+	retry 100 0.1 grep -q "^rename=" "$BATS_TEST_TMPDIR/plain.out"
+	wait_status zoned stopped
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/plain.out")" rename=ok
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.out")" rename=fail
+	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "renameat: invalid cross-device link"
+	# Nothing drained the event yet: delete judges it, then the record
+	# and the state go.
+	rrun rt delete zoned
+	assert_success
+	wait_event gone '.control == "file" and .object == "rename /srv/ro/file (invalid cross-device link)" and .comm == "fileattack"' >/dev/null
 }
