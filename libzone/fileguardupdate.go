@@ -247,6 +247,34 @@ func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err err
 				readOnly(b.Destination)
 			}
 		}
+		// The container's own mounts of other kinds outside the writable
+		// paths (a tmpfs: /dev, /dev/shm, /run): at create Landlock refuses
+		// writes there, but a running process keeps the domain it had, so
+		// they are made read-only where they are, after the writable
+		// directories and files on them get a copy of themselves (device
+		// nodes stay writable on a read-only mount; a mount below is a
+		// mount of its own).
+		for _, c := range m.Config.Mounts {
+			d := path.Clean(c.Destination)
+			t := topMount(mounts, d)
+			if c.IsBind() || slices.Contains(fileless, c.Device) || underWritable(d, writable) || t == nil || mountHas(t, "ro") {
+				continue
+			}
+			for _, w := range writable {
+				w = path.Clean(w)
+				if w == d || !within(w, d) || topMount(mounts, w) != nil {
+					continue
+				}
+				st, err := statIn(root, strings.TrimPrefix(w, "/"))
+				if err != nil {
+					return links, fmt.Errorf("writable path %s: %w", w, err)
+				}
+				if st != nil && st.Mode&unix.S_IFMT != unix.S_IFCHR && st.Mode&unix.S_IFMT != unix.S_IFBLK {
+					ops = append(ops, guardOp{w, guardKeepWritable})
+				}
+			}
+			ops = append(ops, guardOp{d, guardInPlace})
+		}
 		if w := old.Filesystem.WritablePaths; w != nil {
 			for _, q := range *w {
 				own := slices.ContainsFunc(m.Config.Mounts, func(c *configs.Mount) bool { return !c.IsBind() && path.Clean(c.Destination) == path.Clean(q) })

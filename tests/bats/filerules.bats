@@ -1017,11 +1017,12 @@ late_bundle() {
 	local script='i=0; while :; do until [ -e /tmp/go$i ]; do sleep 0.1; done
 		if echo w >>/srv/ro/file; then echo "$i root=ok"; else echo "$i root=fail"; fi
 		if echo w >>/tmp/f; then echo "$i tmp=ok"; else echo "$i tmp=fail"; fi
+		if echo w 2>/dev/null >>/dev/shm/f; then echo "$i shm=ok"; else echo "$i shm=fail"; fi
 		echo "$i done"; i=$((i+1)); done'
 	attack_bundle r sh -c "$script"
 	attack_bundle z sh -c "$script"
 	# A zone without file rules: no Landlock domain, no mounts at create.
-	start_both wonly $'0 root=ok\n0 tmp=ok\n0 done' "$(policy wonly <<-'EOF'
+	start_both wonly $'0 root=ok\n0 tmp=ok\n0 shm=ok\n0 done' "$(policy wonly <<-'EOF'
 		[filesystem]
 	EOF
 	)"
@@ -1032,12 +1033,15 @@ late_bundle() {
 	)"
 	assert_success
 	round 1
-	assert_eq "$(said plain 1)" $'1 root=ok\n1 tmp=ok\n1 done'
-	assert_eq "$(said zoned 1)" $'1 root=fail\n1 tmp=ok\n1 done'
+	assert_eq "$(said plain 1)" $'1 root=ok\n1 tmp=ok\n1 shm=ok\n1 done'
+	# The container's own tmpfs mounts outside writable_paths too: the
+	# running process's Landlock domain is the old one.
+	assert_eq "$(said zoned 1)" $'1 root=fail\n1 tmp=ok\n1 shm=fail\n1 done'
 	assert_eq "$(cat "$BATS_TEST_TMPDIR/zoned.err")" "sh: can't create /srv/ro/file: Read-only file system"
 	assert_eq "$(cat "$(bundle_dir z)/rootfs/srv/ro/file")" $'keep\nw' # round 0's write only
 	assert_eq "$(cat "$(bundle_dir z)/rootfs/tmp/f")" $'w\nw'
 	wait_event wonly '.control == "file" and .object == "/srv/ro/file (read-only file system)" and .comm == "sh"' >/dev/null
+	wait_event wonly '.control == "file" and .object == "/dev/shm/f (read-only file system)" and .comm == "sh"' >/dev/null
 	check_passed wonly "container zoned: read-only paths"
 }
 
