@@ -143,28 +143,31 @@ func (e *Engine) takeSpare(h *netlink.Handle, name, alias string) (netlink.Link,
 	return br, nil
 }
 
-// dropSpare deletes the root's spare bridge, if any.
+// dropSpare deletes the root's spare bridge, if any: the one the lock file
+// names, and one an older rauha parked under spareName.
 func (e *Engine) dropSpare(h *netlink.Handle) error {
 	lock, err := e.lockSpare()
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	sn := readSpare(lock)
-	if sn == "" {
-		sn = spareName(e.root)
+	names := []string{spareName(e.root)}
+	if sn := readSpare(lock); sn != "" && sn != names[0] {
+		names = append(names, sn)
 	}
-	br, err := h.LinkByName(sn)
-	if errors.As(err, &netlink.LinkNotFoundError{}) {
-		return writeSpare(lock, "")
-	}
-	// No alias: a park that died before naming it (the name holds the
-	// root's hash).
-	if a := br.Attrs().Alias; err == nil && (a == spareAlias(e.root) || (a == "" && sn == spareName(e.root))) {
-		err = h.LinkDel(br)
-	}
-	if err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("remove spare bridge %s: %w", sn, err)
+	for _, sn := range names {
+		br, err := h.LinkByName(sn)
+		if errors.As(err, &netlink.LinkNotFoundError{}) {
+			continue
+		}
+		// No alias: a park of an older rauha that died before naming
+		// it (the name holds the root's hash).
+		if a := br.Attrs().Alias; err == nil && (a == spareAlias(e.root) || (a == "" && sn == spareName(e.root))) {
+			err = h.LinkDel(br)
+		}
+		if err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) && !errors.Is(err, unix.ENODEV) {
+			return fmt.Errorf("remove spare bridge %s: %w", sn, err)
+		}
 	}
 	return writeSpare(lock, "")
 }
