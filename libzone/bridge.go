@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	"github.com/sirupsen/logrus"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
@@ -108,8 +110,8 @@ func ipNetPrefix(n *net.IPNet) (netip.Prefix, bool) {
 	return netip.PrefixFrom(a.Unmap(), bits), true
 }
 
-func setAlias(l netlink.Link, alias string) error {
-	if err := netlink.LinkSetAlias(l, alias); err != nil {
+func setAlias(h *netlink.Handle, l netlink.Link, alias string) error {
+	if err := h.LinkSetAlias(l, alias); err != nil {
 		return fmt.Errorf("interface %s: set alias: %w", l.Attrs().Name, err)
 	}
 	l.Attrs().Alias = alias
@@ -120,19 +122,34 @@ func prefixIPNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
 
+// hostNetlink opens one route netlink socket in the host's network
+// namespace for all the requests of one operation: a package-level
+// netlink call opens, binds and closes a socket of its own each time.
+func hostNetlink() (*netlink.Handle, error) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	return h, nil
+}
+
 // ownLink returns the interface name if it exists and carries alias (or
-// none yet: see above), nil if there is none; an interface of that name
-// made by someone else is an error, never touched.
-func ownLink(name, alias string) (netlink.Link, error) {
-	l, err := netlink.LinkByName(name)
+// none yet: see above), nil if there is none or it carries one of absent
+// (a zone's bridge name held by the root's spare, parked under it); an
+// interface of that name made by someone else is an error, never touched.
+func ownLink(h *netlink.Handle, name, alias string, absent ...string) (netlink.Link, error) {
+	l, err := h.LinkByName(name)
 	if errors.As(err, &netlink.LinkNotFoundError{}) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}
+	if slices.Contains(absent, l.Attrs().Alias) {
+		return nil, nil
+	}
 	if l.Attrs().Alias == "" {
-		return l, setAlias(l, alias)
+		return l, setAlias(h, l, alias)
 	}
 	if l.Attrs().Alias != alias {
 		return nil, fmt.Errorf("interface %s exists and is not rauha's (alias %q, want %q): remove or rename it", name, l.Attrs().Alias, alias)
@@ -148,12 +165,17 @@ func ownLink(name, alias string) (netlink.Link, error) {
 // handle it configured the namespace with.
 func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) ([]string, error) {
 	l := rec.Lease
-	br, err := e.ensureBridge(zoneName, l.Address.Masked(), l.Gateway)
+	hh, err := hostNetlink()
+	if err != nil {
+		return nil, err
+	}
+	defer hh.Close()
+	br, err := e.ensureBridge(hh, zoneName, l.Address.Masked(), l.Gateway)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Lease6 != nil {
-		if err := ensureBridge6(zoneName, br, rec.Lease6); err != nil {
+		if err := ensureBridge6(hh, zoneName, br, rec.Lease6); err != nil {
 			return nil, err
 		}
 	}
@@ -162,7 +184,7 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) ([]st
 		return nil, fmt.Errorf("open the network namespace of pid %d: %w", pid, err)
 	}
 	defer ns.Close()
-	if err := e.addVeth(rec.ID, br, ns); err != nil {
+	if err := e.addVeth(hh, rec.ID, br, ns); err != nil {
 		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
@@ -204,32 +226,32 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) ([]st
 
 // addVeth makes container id's veth pair: its host end up on the bridge br
 // (one request), its peer eth0 in the network namespace ns.
-func (e *Engine) addVeth(id string, br netlink.Link, ns netns.NsHandle) error {
+func (e *Engine) addVeth(h *netlink.Handle, id string, br netlink.Link, ns netns.NsHandle) error {
 	name, alias := vethName(e.root, id), linkAlias(e.root, "container", id)
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: name, Alias: alias, MasterIndex: br.Attrs().Index, Flags: net.FlagUp},
 		PeerName:      memberLink,
 		PeerNamespace: netlink.NsFd(int(ns)),
 	}
-	err := netlink.LinkAdd(veth)
+	err := h.LinkAdd(veth)
 	if errors.Is(err, unix.EEXIST) {
 		// Left by a create of the same id that died: its namespace may
 		// live on in a process that escaped its kill.
-		old, oerr := ownLink(name, alias)
+		old, oerr := ownLink(h, name, alias)
 		if oerr != nil {
 			return oerr
 		}
 		if old != nil {
-			if err := netlink.LinkDel(old); err != nil {
+			if err := h.LinkDel(old); err != nil {
 				return fmt.Errorf("remove stale interface %s: %w", name, err)
 			}
-			err = netlink.LinkAdd(veth)
+			err = h.LinkAdd(veth)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("create veth %s for container %s: %w", name, id, err)
 	}
-	return setAlias(veth, alias)
+	return setAlias(h, veth, alias)
 }
 
 // publishPorts adds the DNAT rules of the member's published ports.
@@ -265,17 +287,17 @@ func (e *Engine) publishPorts(rec *zone.Container) error {
 // gateway address, forwarding on (for packets that come in through the
 // bridge only: rauha changes no host-wide setting), up, and the zone's
 // masquerading rule.
-func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Addr) (netlink.Link, error) {
+func (e *Engine) ensureBridge(h *netlink.Handle, zoneName string, subnet netip.Prefix, gw netip.Addr) (netlink.Link, error) {
 	name, alias := bridgeName(e.root, zoneName), linkAlias(e.root, "zone", zoneName)
 	gwNet := &netlink.Addr{IPNet: prefixIPNet(netip.PrefixFrom(gw, subnet.Bits()))}
-	br, err := ownLink(name, alias)
+	br, err := ownLink(h, name, alias, spareAlias(e.root))
 	if err != nil {
 		return nil, err
 	}
 	if br != nil {
 		// A bridge left by a zone of the same name whose delete died
 		// has another subnet's address.
-		addrs, err := netlink.AddrList(br, netlink.FAMILY_V4)
+		addrs, err := h.AddrList(br, netlink.FAMILY_V4)
 		if err != nil {
 			return nil, fmt.Errorf("addresses of %s: %w", name, err)
 		}
@@ -285,29 +307,29 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 			}
 		}
 		for _, a := range addrs {
-			_ = netlink.AddrDel(br, &a)
+			_ = h.AddrDel(br, &a)
 		}
-		if err := netlink.AddrReplace(br, gwNet); err != nil {
+		if err := h.AddrReplace(br, gwNet); err != nil {
 			return nil, fmt.Errorf("zone %s: bridge %s address %s: %w", zoneName, name, gwNet.IPNet, err)
 		}
 		return br, e.ensureNAT()
 	}
-	if br, err = e.takeSpare(name, alias); err != nil {
+	if br, err = e.takeSpare(h, name, alias); err != nil {
 		return nil, fmt.Errorf("zone %s: %w", zoneName, err)
 	} else if br == nil {
 		var raced bool
-		if br, raced, err = addBridge(zoneName, name, alias); err != nil || raced {
+		if br, raced, err = addBridge(h, zoneName, name, alias); err != nil || raced {
 			return br, err
 		}
 	}
-	if err := netlink.AddrReplace(br, gwNet); err != nil {
+	if err := h.AddrReplace(br, gwNet); err != nil {
 		return nil, fmt.Errorf("zone %s: bridge %s address %s: %w", zoneName, name, gwNet.IPNet, err)
 	}
 	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+name+"/forwarding", []byte("1"), 0o644); err != nil {
 		return nil, fmt.Errorf("zone %s: enable forwarding on %s: %w", zoneName, name, err)
 	}
 	if br.Attrs().Flags&net.FlagUp == 0 {
-		if err := netlink.LinkSetUp(br); err != nil {
+		if err := h.LinkSetUp(br); err != nil {
 			return nil, fmt.Errorf("zone %s: set %s up: %w", zoneName, name, err)
 		}
 	}
@@ -316,17 +338,17 @@ func (e *Engine) ensureBridge(zoneName string, subnet netip.Prefix, gw netip.Add
 
 // addBridge creates the zone's bridge with its alias. raced: another
 // member's create made it meanwhile, and it is that one, set up already.
-func addBridge(zoneName, name, alias string) (br netlink.Link, raced bool, err error) {
-	if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, Alias: alias}}); errors.Is(err, unix.EEXIST) {
-		br, err := ownLink(name, alias)
+func addBridge(h *netlink.Handle, zoneName, name, alias string) (br netlink.Link, raced bool, err error) {
+	if err := h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name, Alias: alias}}); errors.Is(err, unix.EEXIST) {
+		br, err := ownLink(h, name, alias)
 		return br, true, err
 	} else if err != nil {
 		return nil, false, fmt.Errorf("zone %s: create bridge %s: %w", zoneName, name, err)
 	}
-	if br, err = netlink.LinkByName(name); err != nil {
+	if br, err = h.LinkByName(name); err != nil {
 		return nil, false, fmt.Errorf("zone %s: bridge %s: %w", zoneName, name, err)
 	}
-	return br, false, setAlias(br, alias)
+	return br, false, setAlias(h, br, alias)
 }
 
 // ensureNAT makes the root's table when a new bridge finds none (the
@@ -349,16 +371,23 @@ func (e *Engine) ensureNAT() error {
 	return nil
 }
 
-// unplugMember removes a bridged member's veth (its namespace may outlive
-// the container a moment: the kernel frees namespaces asynchronously) and
-// the DNAT of its ports.
-func (e *Engine) unplugMember(rec *zone.Container) error {
+// unplugMember removes a bridged member's veth and the DNAT of its ports.
+// A veth whose peer's namespace is being destroyed is left to the kernel,
+// which removes the pair with the namespace (asynchronously, after the
+// member's last process exited): deleting it here would wait for the
+// kernel's own teardown of that namespace to release the RTNL lock and
+// then for an RCU barrier, tens of milliseconds. A namespace some other
+// process still holds (nsenter, a bind mount) keeps its pair, so the veth
+// is deleted then, as before: its address goes back to the zone's pool.
+func (e *Engine) unplugMember(h *netlink.Handle, rec *zone.Container) error {
 	var errs []error
 	name := vethName(e.root, rec.ID)
-	if l, err := ownLink(name, linkAlias(e.root, "container", rec.ID)); err != nil {
+	if l, err := ownLink(h, name, linkAlias(e.root, "container", rec.ID)); err != nil {
 		errs = append(errs, err)
+	} else if l != nil && peerNetnsDying(l) {
+		logrus.Debugf("container %s: interface %s is left to the kernel, which removes it with the container's network namespace", rec.ID, name)
 	} else if l != nil {
-		if err := netlink.LinkDel(l); err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) && !errors.Is(err, unix.ENODEV) {
+		if err := h.LinkDel(l); err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) && !errors.Is(err, unix.ENODEV) {
 			errs = append(errs, fmt.Errorf("remove interface %s of container %s: %w", name, rec.ID, err))
 		}
 	}
@@ -375,6 +404,28 @@ func (e *Engine) unplugMember(rec *zone.Container) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// peerNetnsDying reports whether the network namespace of veth l's peer
+// is being destroyed (or gone). The kernel names a peer's namespace in
+// IFLA_LINK_NETNSID of every RTM_GETLINK answer, assigning it an id in the
+// host's namespace on the first one while it lives; it assigns none to a
+// namespace whose last reference is gone (-1), and resolves an assigned
+// id to such a namespace no more (RTM_GETNSID: ENOENT). A link without
+// that attribute (its peer in the host's namespace, which rauha never
+// makes) reads -1 too: the kernel's teardown never removes it, and
+// reconcile does (no member holds it). Any other error counts as alive,
+// so the veth is deleted.
+func peerNetnsDying(l netlink.Link) bool {
+	id := l.Attrs().NetNsID
+	if id < 0 {
+		return true
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_GETNSID, unix.NLM_F_REQUEST)
+	req.AddData(nl.NewRtGenMsg())
+	req.AddData(nl.NewRtAttr(unix.NETNSA_NSID, nl.Uint32Attr(uint32(id))))
+	_, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWNSID)
+	return errors.Is(err, unix.ENOENT)
 }
 
 // zoneNet is what removing a zone from the store leaves to remove from the
@@ -402,16 +453,25 @@ func deleteZone(tx *zone.Tx, name string) (zoneNet, error) {
 // spare for the next bridged zone: it then holds the masquerading rule
 // alone (the zone's members' port rules went with them), which rewrites
 // nothing that did not come in through a bridge of some zone.
-func (e *Engine) unplugZone(n zoneNet, keepSpare bool) error {
+// h is the operation's host netlink handle; nil opens one when the zone
+// was bridged.
+func (e *Engine) unplugZone(h *netlink.Handle, n zoneNet, keepSpare bool) error {
 	if !n.bridged {
 		return nil
 	}
+	if h == nil {
+		var err error
+		if h, err = hostNetlink(); err != nil {
+			return fmt.Errorf("zone %s: %w", n.name, err)
+		}
+		defer h.Close()
+	}
 	var errs []error
 	name := bridgeName(e.root, n.name)
-	if l, err := ownLink(name, linkAlias(e.root, "zone", n.name)); err != nil {
+	if l, err := ownLink(h, name, linkAlias(e.root, "zone", n.name), spareAlias(e.root)); err != nil {
 		errs = append(errs, err)
-	} else if l != nil && ((n.last && !keepSpare) || !e.parkBridge(l)) {
-		if err := netlink.LinkDel(l); err != nil {
+	} else if l != nil && ((n.last && !keepSpare) || !e.parkBridge(h, l)) {
+		if err := h.LinkDel(l); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: remove bridge %s: %w", n.name, name, err))
 		}
 	}
@@ -423,7 +483,7 @@ func (e *Engine) unplugZone(n zoneNet, keepSpare bool) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}
-		if err := e.dropSpare(); err != nil {
+		if err := e.dropSpare(h); err != nil {
 			errs = append(errs, fmt.Errorf("zone %s: %w", n.name, err))
 		}
 	}
@@ -438,11 +498,17 @@ func (e *Engine) unplugZone(n zoneNet, keepSpare bool) error {
 func (e *Engine) reconcileNetwork(subnets map[string]netip.Prefix, members map[string]*zone.Container) ([]string, error) {
 	var fixed []string
 	var errs []error
-	links, err := netlink.LinkList()
+	h, err := hostNetlink()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	links, err := h.LinkList()
 	if err != nil {
 		return nil, fmt.Errorf("list interfaces: %w", err)
 	}
 	prefix, r4 := aliasPrefix(e.root), shortHash(e.root, 4)
+	kept := e.keptSpare()
 	for _, l := range links {
 		alias, ifname := l.Attrs().Alias, l.Attrs().Name
 		ours := strings.HasPrefix(ifname, bridgePrefix+r4) || strings.HasPrefix(ifname, vethPrefix+r4)
@@ -451,12 +517,15 @@ func (e *Engine) reconcileNetwork(subnets map[string]netip.Prefix, members map[s
 		switch {
 		case alias == "" && ours && len(ifname) == len(bridgePrefix)+12:
 			kind, name, stale = "unnamed", "(its create died before naming it)", true
-		case ifname == spareName(e.root) && (alias == "" || alias == spareAlias(e.root)):
-			// A spare is kept for the next bridged zone; one whose
-			// park died before its alias is removed.
-			kind, name, stale = spareKind, "bridge", alias == "" || len(subnets) == 0
+		case ifname == spareName(e.root) && alias == "":
+			// A park of an older rauha that died before its alias.
+			kind, name, stale = spareKind, "bridge", true
 		case !ok || !strings.HasPrefix(alias, prefix):
 			continue
+		case kind == spareKind:
+			// One spare is kept for the next bridged zone: the one
+			// the spare lock file names (bridgespare.go).
+			stale = len(subnets) == 0 || ifname != kept
 		case kind == "zone":
 			_, held := subnets[name]
 			stale = !held
@@ -468,7 +537,7 @@ func (e *Engine) reconcileNetwork(subnets map[string]netip.Prefix, members map[s
 		if !stale {
 			continue
 		}
-		if err := netlink.LinkDel(l); err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) {
+		if err := h.LinkDel(l); err != nil && !errors.As(err, &netlink.LinkNotFoundError{}) {
 			errs = append(errs, fmt.Errorf("remove interface %s of %s %s: %w", l.Attrs().Name, kind, name, err))
 			continue
 		}
@@ -569,8 +638,14 @@ func (e *Engine) verifyNetwork(name string, m *zone.Container, z *zone.Zone, cfg
 		found = found || a.IPNet.String() == want
 	}
 	missing6 := missingAddr6(h, peer, m)
-	veth, verr := ownLink(vethName(e.root, m.ID), linkAlias(e.root, "container", m.ID))
-	br, berr := ownLink(bridgeName(e.root, z.Name), linkAlias(e.root, "zone", z.Name))
+	hh, err := hostNetlink()
+	if err != nil {
+		r.Add(name+": network", false, "%v", err)
+		return
+	}
+	defer hh.Close()
+	veth, verr := ownLink(hh, vethName(e.root, m.ID), linkAlias(e.root, "container", m.ID))
+	br, berr := ownLink(hh, bridgeName(e.root, z.Name), linkAlias(e.root, "zone", z.Name))
 	switch {
 	case !found:
 		r.Add(name+": network", false, "bridged, but %s lacks its leased address %s", memberLink, want)

@@ -29,10 +29,10 @@ func hostRoutes6() func(netip.Prefix) bool { return hostRoutesOf(netlink.FAMILY_
 // it forward IPv6, once: a bridge that has the address already is left as
 // it is. An address of another IPv6 subnet (a bridge left by a zone of the
 // same name whose delete died) is removed.
-func ensureBridge6(zoneName string, br netlink.Link, l *zone.Lease) error {
+func ensureBridge6(h *netlink.Handle, zoneName string, br netlink.Link, l *zone.Lease) error {
 	name := br.Attrs().Name
 	gw := prefixIPNet(netip.PrefixFrom(l.Gateway, l.Address.Bits()))
-	addrs, err := netlink.AddrList(br, netlink.FAMILY_V6)
+	addrs, err := h.AddrList(br, netlink.FAMILY_V6)
 	if err != nil {
 		return fmt.Errorf("IPv6 addresses of %s: %w", name, err)
 	}
@@ -43,13 +43,13 @@ func ensureBridge6(zoneName string, br netlink.Link, l *zone.Lease) error {
 	}
 	for _, a := range addrs {
 		if !a.IP.IsLinkLocalUnicast() {
-			_ = netlink.AddrDel(br, &a)
+			_ = h.AddrDel(br, &a)
 		}
 	}
 	if err := enableForwarding6(name); err != nil {
 		return fmt.Errorf("zone %s: %w", zoneName, err)
 	}
-	if err := netlink.AddrReplace(br, &netlink.Addr{IPNet: gw, Flags: unix.IFA_F_NODAD}); err != nil {
+	if err := h.AddrReplace(br, &netlink.Addr{IPNet: gw, Flags: unix.IFA_F_NODAD}); err != nil {
 		return fmt.Errorf("zone %s: bridge %s address %s: %w", zoneName, name, gw, err)
 	}
 	return nil

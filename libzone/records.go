@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sirupsen/logrus"
+	"github.com/vishvananda/netlink"
 
 	"github.com/rauha-runtime/rauha/zone"
 )
@@ -82,9 +83,16 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 			errs = append(errs, err)
 		}
 	}
+	var h *netlink.Handle // one for the member's veth and its zone's bridge
 	if rec != nil && rec.Lease != nil {
-		if err := e.unplugMember(rec); err != nil {
+		var err error
+		if h, err = hostNetlink(); err != nil {
 			errs = append(errs, err)
+		} else {
+			defer h.Close()
+			if err := e.unplugMember(h, rec); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	_, gone, net, err := e.forget(id, zoneName)
@@ -99,7 +107,7 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 	// Like the kernel programs, the bridge of the root's last bridged zone
 	// stays for the next create, parked as the spare, and so does the
 	// root's nftables table.
-	if err := e.unplugZone(net, true); err != nil {
+	if err := e.unplugZone(h, net, true); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -167,7 +175,7 @@ func (e *Engine) dropEmptyZone(enf Enforcer, name string) {
 		return err
 	})
 	if err == nil && gone != nil {
-		err = errors.Join(enf.Remove(gone), e.unplugZone(net, false))
+		err = errors.Join(enf.Remove(gone), e.unplugZone(nil, net, false))
 	}
 	if err != nil && !errors.Is(err, zone.ErrNotFound) {
 		logrus.Warnf("remove zone %s after failed create: %v", name, err)

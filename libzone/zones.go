@@ -382,7 +382,7 @@ func (e *Engine) DeleteZone(name string, force bool) error {
 	if gone == nil {
 		return nil
 	}
-	if err := e.unplugZone(net, false); err != nil {
+	if err := e.unplugZone(nil, net, false); err != nil {
 		return err
 	}
 	if err := enf.Remove(gone); err != nil {

@@ -384,8 +384,27 @@ killed_at() {
 	[[ $status -eq 137 ]] || fail "$* was not killed at $sc (status $status): $output"
 }
 
-# spare_name: the name of this root's parked spare bridge.
-spare_name() { echo "rz$(r4)-spare"; }
+# spare_name: the name of this root's parked spare bridge (parked under the
+# name it had), "" when none is parked.
+spare_name() {
+	ip -j -d link show | jq -r --arg a "$(root_tag) spare bridge" '.[] | select(.ifalias == $a) | .ifname'
+}
+
+# veths_gone: wait until the kernel removed the veths of this root's
+# deleted containers with their network namespaces (delete leaves those to
+# it); a veth of a live container, or one delete should have removed,
+# stays and fails the check that follows.
+veths_gone() {
+	local live
+	live=$(rt list -q | while read -r id; do ifname rv "$id"; done)
+	retry 100 0.05 eval '[[ -z $(ip -j link show | jq -r ".[].ifname" | grep -E "^rv$(r4)" | grep -vxF "${live:-^}") ]]' || true
+}
+
+# veth_gone ID: wait until the kernel removed container ID's veth with
+# its network namespace (asynchronously, after its last process exited).
+veth_gone() {
+	retry 100 0.05 eval "! ip link show '$(ifname rv "$1")' >/dev/null 2>&1" || fail "the veth of $1 is still there"
+}
 
 # assert_clean [kept]: nothing of this root is left: no interface (by
 # name, with or without an alias), nftables table, record, zone or kernel
@@ -394,6 +413,7 @@ spare_name() { echo "rz$(r4)-spare"; }
 # create: "kept").
 assert_clean() {
 	local links
+	veths_gone
 	links=$(root_links)
 	[[ ${1:-} != kept ]] || links=$(grep -vxF "$(spare_name)" <<<"$links" || true)
 	[[ -z $links ]] || fail "interfaces left: $links"
@@ -495,7 +515,6 @@ bridged_member() {
 
 @test "bridged: delete of a container in a bridged zone of its own leaves no interface of its zone: the bridge is parked as the spare, taken by the next create, removed by zone delete or reconcile" {
 	local br veth idx spare
-	spare=$(spare_name)
 	hp=$(free_port)
 	bridged_member ko "$hp"
 	br=$(ifname rz ko)
@@ -505,15 +524,15 @@ bridged_member() {
 	[[ -n $idx ]] || fail "no bridge $br"
 	rrun rt delete --force ko
 	assert_success
-	# Nothing of the zone or the container is on the host: no bridge or
-	# veth of theirs, no address or route of their subnets, no DNAT rule.
-	# The one interface of the root is the parked spare: the same device,
-	# without a port or an address of any family, forwarding nothing; the
-	# root's nftables table stays with it, its masquerading rule alone.
-	run ip link show "$br"
-	assert_failure
-	run ip link show "$veth"
-	assert_failure
+	veth_gone ko
+	# Nothing of the zone or the container is on the host: no veth of
+	# theirs, no address or route of their subnets, no DNAT rule. The one
+	# interface of the root is the parked spare: the zone's bridge under
+	# its name, without a port or an address of any family, forwarding
+	# nothing; the root's nftables table stays with it, its masquerading
+	# rule alone.
+	spare=$(spare_name)
+	[[ $spare == "$br" ]] || fail "want ko's bridge $br parked as the spare, have '$spare'"
 	[[ $(root_links) == "$spare" ]] || fail "want only the spare $spare, have: $(root_links)"
 	[[ -z $(own_links | grep -vxF "$spare") ]] || fail "interfaces of the root left: $(own_links)"
 	rrun ip -j -d link show "$spare"
@@ -535,13 +554,12 @@ bridged_member() {
 	# The next container of its own takes the spare: same device, its own
 	# name, addresses and forwarding.
 	run_ct ko ko
-	run ip link show "$spare"
-	assert_failure
+	[[ -z $(spare_name) ]] || fail "the spare is still parked: $(spare_name)"
 	[[ $(ip -j link show "$br" | jq -r '.[0].ifindex') == "$idx" ]] || fail "ko has a new bridge $br, not the spare"
 	verify_check ko "container ko: network" true "bridged: eth0 $(addr ko)/.* $(addr6 ko)/"
 	rrun rt delete --force ko
 	assert_success
-	ip link show "$spare" >/dev/null || fail "no spare after the second delete"
+	[[ $(spare_name) == "$spare" ]] || fail "no spare after the second delete"
 
 	# Reconcile removes the spare and the table: no zone of the root is
 	# bridged.
@@ -565,7 +583,7 @@ bridged_member() {
 	run_ct ko ko
 	rrun rt delete --force ko
 	assert_success
-	ip link show "$spare" >/dev/null || fail "no spare while zone z1 is bridged"
+	[[ -n $(spare_name) ]] || fail "no spare while zone z1 is bridged"
 	rrun rt zone delete z1
 	assert_success
 	assert_clean kept
@@ -578,6 +596,7 @@ bridged_member() {
 # assert_no_network: nothing of this root's bridged networking is left.
 assert_no_network() {
 	local links
+	veths_gone
 	links=$(own_links)
 	[[ -z $links ]] || fail "interfaces left behind: $links"
 	if nft list table inet "$(nft_table)" >/dev/null 2>&1; then
@@ -615,7 +634,6 @@ consistent_network() {
 
 @test "bridged: a deleted zone's bridge is parked as the root's spare, renamed for the next bridged zone, removed with the last" {
 	local spare idx br
-	spare=rz$(printf %s "$ROOT" | sha256sum | cut -c1-4)-spare
 	bridged_zone keep
 	serve keep sk
 	bridged_zone one
@@ -629,6 +647,9 @@ consistent_network() {
 	assert_success
 	rrun rt zone delete one
 	assert_success
+	veth_gone s1
+	spare=$(spare_name)
+	[[ $spare == "$br" ]] || fail "want zone one's bridge $br parked as the spare, have '$spare'"
 	rrun ip -j -d link show "$spare"
 	assert_success
 	jqe --argjson i "$idx" --arg a "$(root_tag) spare bridge" \
@@ -643,8 +664,7 @@ consistent_network() {
 	# own gateway, and forwards.
 	bridged_zone two
 	serve two s2
-	run ip link show "$spare"
-	assert_failure
+	[[ -z $(spare_name) ]] || fail "the spare is still parked: $(spare_name)"
 	br=$(ip -j -d link show | jq -r --arg a "$(root_tag) zone two" '.[] | select(.ifalias == $a) | .ifname')
 	[[ $(ip -j link show "$br" | jq -r '.[0].ifindex') == "$idx" ]] || fail "zone two has a new bridge $br, not the spare"
 	verify_check two "container s2: network" true "bridged: eth0 $(addr s2)/24"
@@ -659,15 +679,16 @@ consistent_network() {
 	assert_success
 	rrun rt zone reconcile
 	assert_success
-	ip link show "$spare" >/dev/null 2>&1 || fail "no spare while zone keep is bridged"
+	[[ -n $(spare_name) ]] || fail "no spare while zone keep is bridged"
 	rrun rt delete --force sk
 	assert_success
 	rrun rt zone delete keep
 	assert_success
 	assert_no_network
 
-	# A park that died before naming its spare leaves one without an
-	# alias: reconcile removes it.
+	# A park of an older rauha (which renamed the spare) that died before
+	# naming its spare leaves one without an alias: reconcile removes it.
+	spare=rz$(r4)-spare
 	bridged_zone three
 	serve three s3
 	echo "$spare" >>"$BATS_TEST_TMPDIR/links"
@@ -679,3 +700,38 @@ consistent_network() {
 	assert_failure
 }
 
+
+@test "bridged: delete removes the veth of a member whose network namespace outlives it (ip netns attach); the kernel removes the veth of one that dies with it" {
+	local veth held=rh-$TEST_UID
+	bridged_zone bz
+	make_bundle m1
+	in_zone m1 bz
+	run_ct m1 m1
+	veth=$(ifname rv m1)
+	ip link show "$veth" >/dev/null || fail "no veth $veth for m1"
+	ip netns attach "$held" "$(ct_pid m1)" || fail "ip netns attach $held"
+	echo "$held" >>"$BATS_TEST_TMPDIR/netns"
+	rrun rt delete --force m1
+	assert_success
+	# The namespace lives on, and with it the pair: delete removes it, so
+	# the namespace keeps no eth0 with an address the zone leases again.
+	run ip link show "$veth"
+	assert_failure
+	run ip netns exec "$held" ip link show eth0
+	assert_failure
+	ip netns del "$held"
+
+	# A member whose namespace dies with it: delete leaves the pair to the
+	# kernel, which removes it with the namespace, asynchronously.
+	make_bundle m2
+	in_zone m2 bz
+	run_ct m2 m2
+	veth=$(ifname rv m2)
+	ip link show "$veth" >/dev/null || fail "no veth $veth for m2"
+	rrun rt delete --force m2
+	assert_success
+	retry 100 0.05 eval "! ip link show '$veth' >/dev/null 2>&1" || fail "veth $veth of deleted m2 is still there"
+	rrun rt zone delete bz
+	assert_success
+	assert_clean
+}
