@@ -196,7 +196,7 @@ func readOnlyExceptWritable(root int, cfg *configs.Config, writable []string) er
 // root.
 func writableBinds(root int, cfg *configs.Config, writable []string) ([]*configs.Mount, error) {
 	var binds []*configs.Mount
-	for _, w := range writable {
+	for _, w := range outermost(writable) {
 		if slices.ContainsFunc(cfg.Mounts, func(m *configs.Mount) bool { return within(w, m.Destination) }) {
 			continue // a mount of its own decides
 		}
@@ -223,6 +223,20 @@ func writableBinds(root int, cfg *configs.Config, writable []string) ([]*configs
 
 // underWritable reports whether container path p is, or is below, one of
 // the writable paths.
+// outermost are the paths of list that no other path of it is above: the
+// copy of a writable directory holds the writable paths below it, and a
+// zone update, which opens every target before it mounts any, would hide
+// a copy made below another under that one's copy.
+func outermost(list []string) []string {
+	var out []string
+	for _, p := range list {
+		if !slices.ContainsFunc(list, func(q string) bool { return path.Clean(q) != path.Clean(p) && within(p, q) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func underWritable(p string, writable []string) bool {
 	return slices.ContainsFunc(writable, func(w string) bool { return within(p, w) })
 }

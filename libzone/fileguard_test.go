@@ -32,6 +32,16 @@ func TestWithin(t *testing.T) {
 	}
 }
 
+// TestOutermost: a writable path below another gets no copy of its own
+// (the one above holds it); siblings and look-alike prefixes do.
+func TestOutermost(t *testing.T) {
+	got := outermost([]string{"/var/spool/app", "/tmp", "/var/spool", "/var/spoolx", "/var/spool/app/x/"})
+	want := []string{"/tmp", "/var/spool", "/var/spoolx"}
+	if !slices.Equal(got, want) {
+		t.Errorf("outermost = %q, want %q", got, want)
+	}
+}
+
 // TestTopMount: the mount a guarded path must be held by is the last one
 // mounted on it, and its per-mount flag says whether it is read-only.
 func TestTopMount(t *testing.T) {

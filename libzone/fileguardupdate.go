@@ -260,7 +260,7 @@ func guardRunning(m RunningMember, old, p *zone.Policy) (links []string, err err
 			if c.IsBind() || slices.Contains(fileless, c.Device) || underWritable(d, writable) || t == nil || mountHas(t, "ro") {
 				continue
 			}
-			for _, w := range writable {
+			for _, w := range outermost(writable) {
 				w = path.Clean(w)
 				if w == d || !within(w, d) || topMount(mounts, w) != nil {
 					continue

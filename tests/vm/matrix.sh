@@ -952,7 +952,15 @@ check_x_learn_suggest() {
 		expect_fail "filesystem.truncate" rt zone update lsg --policy "$sug" || return 1
 		sed -i 's/^admission = "strict"$/admission = "audit"/' "$sug"
 	fi
-	expect_ok rt zone update lsg --policy "$sug" || return 1
+	# The update closes the code routes of the running lsg1 (exec rules
+	# are new); before Linux 6.6 (no vm.memfd_noexec) its memfds cannot be
+	# made non-executable, so the update names it and exits 1 after
+	# storing and pushing the policy.
+	if [ -e /proc/sys/vm/memfd_noexec ]; then
+		expect_ok rt zone update lsg --policy "$sug" || return 1
+	else
+		expect_fail "recreate the container" rt zone update lsg --policy "$sug" || return 1
+	fi
 	expect_ok rt delete --force lsg1 || return 1
 	start lsg2 lsg "" hostnet || return 1
 	learn_work lsg2 || return 1
