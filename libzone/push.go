@@ -26,10 +26,16 @@ func (e *Engine) applyStored(enf Enforcer, name string) (bool, error) {
 		return false, err
 	}
 	defer unlock()
-	var (
-		rz    *ResolvedZone
-		names string
-	)
+	rz, names, err := e.storedZone(name)
+	if err != nil || rz == nil {
+		return false, err
+	}
+	return true, e.push(enf, rz, names)
+}
+
+// storedZone is zone name as the store holds it now, resolved for a push
+// (resolveZone); nil when it no longer exists. Callers hold the policy lock.
+func (e *Engine) storedZone(name string) (rz *ResolvedZone, names string, err error) {
 	err = e.store.View(func(tx *zone.Tx) error {
 		z, err := tx.Zone(name)
 		if err != nil {
@@ -39,11 +45,11 @@ func (e *Engine) applyStored(enf Enforcer, name string) (bool, error) {
 		return err
 	})
 	if errors.Is(err, zone.ErrNotFound) {
-		return false, nil
+		return nil, "", nil
 	} else if err != nil {
-		return false, fmt.Errorf("zone %s: %w", name, err)
+		return nil, "", fmt.Errorf("zone %s: %w", name, err)
 	}
-	return true, e.push(enf, rz, names)
+	return rz, names, nil
 }
 
 // resolveZone reads what a push of z (the stored zone, or one with another

@@ -273,19 +273,9 @@ func (e *Engine) guardStored(enf Enforcer, name string) error {
 		return err
 	}
 	defer unlock()
-	var rz *ResolvedZone
-	err = e.store.View(func(tx *zone.Tx) error {
-		z, err := tx.Zone(name)
-		if err != nil {
-			return err
-		}
-		rz, _, err = resolveZone(tx, z)
-		return err
-	})
-	if errors.Is(err, zone.ErrNotFound) {
-		return nil // deleted meanwhile
-	} else if err != nil {
-		return fmt.Errorf("zone %s: %w", name, err)
+	rz, _, err := e.storedZone(name)
+	if err != nil || rz == nil {
+		return err // nil: deleted meanwhile
 	}
 	if err := e.guardMembers(enf, &rz.Policy, rz); err != nil {
 		return fmt.Errorf("zone %s: its file rules do not hold in running containers: %w", name, err)
