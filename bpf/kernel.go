@@ -249,12 +249,13 @@ func open(pinDir, root string, lsm bool, obj object) (_ *Kernel, err error) {
 	}
 	defer unlock()
 
-	if err := checkBackend(pinDir, lsm); err != nil {
+	pins := listPins(pinDir)
+	if err := checkBackend(pinDir, pins, lsm); err != nil {
 		return nil, err
 	}
 	current := installedObject(pinDir) == obj.hash
 	if current {
-		if k, err := openInstalled(pinDir, lsm); k != nil || err != nil {
+		if k, err := openInstalled(pinDir, pins, lsm); k != nil || err != nil {
 			return k, err
 		}
 	}
@@ -444,11 +445,37 @@ func funcParams(t *btf.Typedef) int {
 // global program, the program itself for a per-member one and for one
 // attached only while a zone learns.
 func pinnedPath(pinDir string, p hookProgram) string {
-	if p.perMember || p.learning {
-		return progPin(pinDir, p.name)
-	}
-	return linkPin(pinDir, p.name)
+	return filepath.Join(pinDir, pinnedName(p))
 }
+
+func pinnedName(p hookProgram) string {
+	if p.perMember || p.learning {
+		return "prog_" + p.name
+	}
+	return "link_" + p.name
+}
+
+// pinSet holds the names in a pin directory, read with one getdents where
+// an lstat per program would cost a path walk each (about seventy of them
+// on every create and delete).
+type pinSet map[string]bool
+
+// listPins reads the names in pinDir; an empty set when it cannot.
+func listPins(pinDir string) pinSet {
+	f, err := os.Open(pinDir)
+	if err != nil {
+		return pinSet{}
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	pins := make(pinSet, len(names))
+	for _, n := range names {
+		pins[n] = true
+	}
+	return pins
+}
+
+func (s pinSet) has(p hookProgram) bool { return s[pinnedName(p)] }
 
 // openInstalled opens a pin directory that already holds every map and
 // every program of the backend, without parsing the embedded object: its
@@ -459,11 +486,11 @@ func pinnedPath(pinDir string, p hookProgram) string {
 // was 3 ms of every create and delete): CheckPrograms, which verify runs,
 // checks that the pinned programs use exactly these maps, and the fallback's
 // cgroup programs are opened when a member is attached.
-func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
+func openInstalled(pinDir string, pins pinSet, lsm bool) (_ *Kernel, err error) {
 	for _, p := range backendPrograms(lsm) {
 		// A program the kernel may lack is not looked for: reading the
 		// kernel's BTF to tell would cost what this path saves.
-		if p.needs == "" && !exists(pinnedPath(pinDir, p)) {
+		if p.needs == "" && !pins.has(p) {
 			return nil, nil
 		}
 	}
@@ -477,7 +504,11 @@ func openInstalled(pinDir string, lsm bool) (_ *Kernel, err error) {
 	v := reflect.ValueOf(&kern.maps).Elem()
 	for i := range v.NumField() {
 		name := v.Type().Field(i).Tag.Get("ebpf")
-		m, err := ebpf.LoadPinnedMap(filepath.Join(pinDir, name), nil)
+		if !pins[name] {
+			kern.Close()
+			return nil, nil
+		}
+		m, err := openPinnedMap(filepath.Join(pinDir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			kern.Close()
 			return nil, nil
@@ -622,11 +653,11 @@ func usesOnlyMaps(prog *ebpf.Program, ours map[ebpf.MapID]bool) error {
 	return nil
 }
 
-func checkBackend(pinDir string, lsm bool) error {
+func checkBackend(pinDir string, pins pinSet, lsm bool) error {
 	for _, p := range ownPrograms(!lsm) {
-		if pin := pinnedPath(pinDir, p); exists(pin) {
+		if pins.has(p) {
 			return fmt.Errorf("%s holds the %s backend (found %s); Remove it before opening the %s backend",
-				pinDir, backendName(!lsm), filepath.Base(pin), backendName(lsm))
+				pinDir, backendName(!lsm), pinnedName(p), backendName(lsm))
 		}
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,6 +70,14 @@ func (k *Kernel) linkCgroup(cgroupDir, dir string) (pinned []string, err error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pin directory %s: %w", dir, err)
 	}
+	// The bpf(2) commands themselves, not cilium/ebpf's Program and Link:
+	// those read each program's info and open the cgroup once per program,
+	// which made this a millisecond of every create.
+	cg, err := os.Open(cgroupDir)
+	if err != nil {
+		return nil, fmt.Errorf("open cgroup: %w", err)
+	}
+	defer cg.Close()
 	for _, p := range backendPrograms(k.lsm) {
 		if !p.perMember {
 			continue
@@ -79,17 +86,17 @@ func (k *Kernel) linkCgroup(cgroupDir, dir string) (pinned []string, err error) 
 		if exists(pin) {
 			continue
 		}
-		prog, err := k.pinnedProgram(p)
+		prog, err := objGet(progPin(k.pinDir, p.name))
 		if err != nil {
-			return pinned, err
+			return pinned, fmt.Errorf("open pinned program %s: %w", p.name, err)
 		}
-		l, err := link.AttachCgroup(link.CgroupOptions{Path: cgroupDir, Attach: p.attach, Program: prog})
-		prog.Close()
+		l, err := cgroupLink(prog, int(cg.Fd()), p.attach)
+		unix.Close(prog)
 		if err != nil {
 			return pinned, fmt.Errorf("attach %s to %s: %w", p.name, cgroupDir, err)
 		}
-		err = l.Pin(pin)
-		l.Close()
+		err = objPin(l, pin)
+		unix.Close(l)
 		if err != nil {
 			return pinned, fmt.Errorf("pin link of %s for %s (the program is detached again): %w", p.name, cgroupDir, err)
 		}

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
@@ -179,4 +182,78 @@ func detachPinned(pin string) error {
 		return fmt.Errorf("unpin %s: %w", pin, err)
 	}
 	return nil
+}
+
+// openPinnedMap opens the map pinned at path. It is cilium/ebpf's
+// LoadPinnedMap without the read of /proc/self/fd/N that tells a map from a
+// program: every name it is given was pinned by this package as a map, and
+// that readlink was a quarter of opening a root's pins on every create and
+// delete.
+func openPinnedMap(path string) (*ebpf.Map, error) {
+	fd, err := objGet(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ebpf.NewMapFromFD(fd) // closes fd when it fails
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// objPath is union bpf_attr for BPF_OBJ_GET and BPF_OBJ_PIN.
+type objPath struct {
+	pathname  uint64
+	bpfFD     uint32
+	fileFlags uint32
+	pathFD    int32
+	_         uint32
+}
+
+// objGet opens the BPF object pinned at path (BPF_OBJ_GET) and returns
+// its file descriptor.
+func objGet(path string) (int, error) {
+	name, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return -1, err
+	}
+	attr := objPath{pathname: uint64(uintptr(unsafe.Pointer(name)))}
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_OBJ_GET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	runtime.KeepAlive(name)
+	if errno != 0 {
+		return -1, &os.PathError{Op: "open pinned object", Path: path, Err: errno}
+	}
+	return int(fd), nil
+}
+
+// objPin pins the BPF object fd at path (BPF_OBJ_PIN).
+func objPin(fd int, path string) error {
+	name, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	attr := objPath{pathname: uint64(uintptr(unsafe.Pointer(name))), bpfFD: uint32(fd)}
+	_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_OBJ_PIN, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	runtime.KeepAlive(name)
+	if errno != 0 {
+		return &os.PathError{Op: "pin", Path: path, Err: errno}
+	}
+	return nil
+}
+
+// cgroupLink attaches the program prog to the cgroup open as cgroup with a
+// BPF link (BPF_LINK_CREATE) and returns the link's file descriptor.
+func cgroupLink(prog, cgroup int, attach ebpf.AttachType) (int, error) {
+	// union bpf_attr for BPF_LINK_CREATE: prog_fd, target_fd, attach_type,
+	// flags, and the per-type fields, zero here.
+	var attr struct {
+		progFD, targetFD, attachType, flags uint32
+		_                                   [48]byte
+	}
+	attr.progFD, attr.targetFD, attr.attachType = uint32(prog), uint32(cgroup), uint32(attach)
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_LINK_CREATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
 }
