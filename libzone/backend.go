@@ -35,7 +35,16 @@ const (
 // domain (landlock/) entered by every member process.
 // It holds no store: the engine hands it what it needs (ResolvedZone).
 type kernelEnforcer struct {
+	backend
 	k *bpf.Kernel
+}
+
+// backend is the part of the Enforcer that needs no open kernel state,
+// only which backend the root enforces with: preparing a new member's
+// configuration and process. create does that while the pinned maps open
+// and the policy is pushed beside it (launch).
+type backend struct {
+	lsm bool
 }
 
 // enforcer opens the kernel side of this root: the pinned programs and maps,
@@ -80,7 +89,7 @@ func (e *Engine) openEnforcer(lsm bool) (Enforcer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zone enforcement: %w", err)
 	}
-	ke := &kernelEnforcer{k: k}
+	ke := &kernelEnforcer{backend: backend{lsm: k.LSM()}, k: k}
 	if known && k.Upgraded() {
 		// This rauha replaced another one's programs: the zones' kernel
 		// policies are that rauha's encoding, and this one may read them
@@ -148,8 +157,8 @@ func (e *Engine) RestoreKernel() error {
 	return enf.Close()
 }
 
-func (ke *kernelEnforcer) Backend() string {
-	if ke.k.LSM() {
+func (b backend) Backend() string {
+	if b.lsm {
 		return BackendLSM
 	}
 	return BackendLandlock
@@ -157,8 +166,8 @@ func (ke *kernelEnforcer) Backend() string {
 
 func (ke *kernelEnforcer) Close() error { return ke.k.Close() }
 
-func (ke *kernelEnforcer) Unavailable(p *zone.Policy, cfg *configs.Config) []string {
-	return unavailableControls(p, cfg, ke.k.LSM())
+func (b backend) Unavailable(p *zone.Policy, cfg *configs.Config) []string {
+	return unavailableControls(p, cfg, b.lsm)
 }
 
 // unavailableControls is Unavailable of the backend lsm names; create's
@@ -268,7 +277,7 @@ func (ke *kernelEnforcer) kernelPolicy(z *ResolvedZone) (bpf.ZonePolicy, error) 
 		}
 		kp.EgressDeny = append(kp.EgressDeny, bpf.EgressRule{Prefix: eg.Prefix, Port: eg.Port})
 	}
-	if p.Capabilities.Allowed != nil && ke.k.LSM() {
+	if p.Capabilities.Allowed != nil && ke.lsm {
 		kp.CapDeny = capDenyMask(*p.Capabilities.Allowed)
 	}
 	kp.SignalFrom = slices.Clone(z.Peers)
@@ -280,12 +289,12 @@ func (ke *kernelEnforcer) kernelPolicy(z *ResolvedZone) (bpf.ZonePolicy, error) 
 	// The fallback's mounts for deny and read_only paths (fileguard.go)
 	// deny some changes with EXDEV, EBUSY or ENOENT: the observer reports
 	// those for this zone, and the engine keeps the ones on its paths.
-	kp.FileMounts = !ke.k.LSM() && len(p.Filesystem.Deny)+len(p.Filesystem.ReadOnly) > 0
+	kp.FileMounts = !ke.lsm && len(p.Filesystem.Deny)+len(p.Filesystem.ReadOnly) > 0
 	return kp, nil
 }
 
-func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error {
-	if !ke.k.LSM() {
+func (b backend) PrepareConfig(z *zone.Zone, cfg *configs.Config) error {
+	if !b.lsm {
 		// Mounts and seccomp hold what Landlock has no right for
 		// (fileguard.go).
 		if err := guardFiles(&z.Policy, cfg); err != nil {
@@ -306,7 +315,7 @@ func (ke *kernelEnforcer) PrepareConfig(z *zone.Zone, cfg *configs.Config) error
 // backends, closes their code routes when the zone has exec rules
 // (execupdate.go).
 func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMember) (map[string][]string, error) {
-	lsm := ke.k.LSM()
+	lsm := ke.lsm
 	var errs []error
 	links := map[string][]string{}
 	for _, m := range members {
@@ -331,8 +340,8 @@ func (ke *kernelEnforcer) GuardRunning(p, old *zone.Policy, members []RunningMem
 // in the shim without a domain, prepareExecReport), and for the init of a
 // zone with exec rules raises vm.memfd_noexec in its new pid namespace
 // (execroutes.go).
-func (ke *kernelEnforcer) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
-	started, release, err = ke.prepareLandlock(z, cfg, p, initPid, execStatus)
+func (b backend) PrepareProcess(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
+	started, release, err = b.prepareLandlock(z, cfg, p, initPid, execStatus)
 	if err != nil || initPid != 0 || !hasExecRules(&z.Policy) || !memfdBySysctl(cfg) {
 		return started, release, err
 	}
@@ -362,10 +371,10 @@ func wrapExecErr(z *zone.Zone, err error) error {
 // (Landlock ignores rules on a directory that is later mounted over); an
 // exec'd process gets its rules from the running container's root before
 // it starts.
-func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
-	rules := ke.landlockRulesFor(&z.Policy, cfg)
+func (b backend) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *libcontainer.Process, initPid int, execStatus *os.File) (started func(pid int) error, release func(), err error) {
+	rules := b.landlockRulesFor(&z.Policy, cfg)
 	noop := func() {}
-	if initPid == 0 && !rules.RestrictsExec() && !ke.denyListsJudgeExec(&z.Policy) {
+	if initPid == 0 && !rules.RestrictsExec() && !b.denyListsJudgeExec(&z.Policy) {
 		// When neither the domain nor the bpf-lsm deny lists can refuse
 		// the init's execve there is nothing to report: start returns at
 		// the exec fifo, as runc's does, instead of waiting for the exec
@@ -393,7 +402,7 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 		return nil, noop, wrapLandlockErr(z, err)
 	}
 	if rs == nil {
-		return ke.prepareExecReport(z, p, execStatus)
+		return b.prepareExecReport(z, p, execStatus)
 	}
 	args := p.Args
 	cleanup, err := landlock.Wrap(p, rs, execStatus)
@@ -422,9 +431,9 @@ func (ke *kernelEnforcer) prepareLandlock(z *zone.Zone, cfg *configs.Config, p *
 // error to start and run as the Landlock one does, and a missing command
 // is still reported at create (lookPathIn), as runc does. A zone that gets
 // its first deny list between create and start is not covered.
-func (ke *kernelEnforcer) prepareExecReport(z *zone.Zone, p *libcontainer.Process, execStatus *os.File) (started func(pid int) error, release func(), err error) {
+func (b backend) prepareExecReport(z *zone.Zone, p *libcontainer.Process, execStatus *os.File) (started func(pid int) error, release func(), err error) {
 	noop := func() {}
-	if execStatus == nil || !ke.denyListsJudgeExec(&z.Policy) {
+	if execStatus == nil || !b.denyListsJudgeExec(&z.Policy) {
 		return nil, noop, nil
 	}
 	orig := &libcontainer.Process{Args: p.Args, Env: p.Env, Cwd: p.Cwd}
@@ -438,8 +447,8 @@ func (ke *kernelEnforcer) prepareExecReport(z *zone.Zone, p *libcontainer.Proces
 
 // denyListsJudgeExec reports whether the bpf-lsm deny lists, which are not
 // part of the Landlock domain there, can refuse an execve of p's zone.
-func (ke *kernelEnforcer) denyListsJudgeExec(p *zone.Policy) bool {
-	return ke.k.LSM() && len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0
+func (b backend) denyListsJudgeExec(p *zone.Policy) bool {
+	return b.lsm && len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0
 }
 
 func wrapLandlockErr(z *zone.Zone, err error) error {

@@ -322,7 +322,23 @@ func (c *Container) destroy() error { return c.e.destroy(c.ID(), c.lc.Destroy) }
 // destroy removes container id with remove (libcontainer's Destroy, or
 // stateFile.destroy), then its zone membership and its record, last.
 func (e *Engine) destroy(id string, remove func() error) error {
+	// The enforcer opens beside the read of the record: neither needs the
+	// other.
+	type opened struct {
+		enf Enforcer
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		enf, err := e.enforcer()
+		ch <- opened{enf, err}
+	}()
 	rec, err := e.record(id)
+	o := <-ch
+	enf, enfErr := o.enf, o.err
+	if enfErr == nil {
+		defer enf.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -339,9 +355,7 @@ func (e *Engine) destroy(id string, remove func() error) error {
 	// their paths resolve (rulepaths.go); after it, by their words alone.
 	// A look at the ring buffer first: a delete with nothing pending
 	// drains nothing. A failure here does not keep the container.
-	enf, enfErr := e.enforcer()
 	if enfErr == nil {
-		defer enf.Close()
 		if pending, err := enf.EventsPending(); err != nil {
 			logrus.Warnf("container %s: look for pending events: %v", id, err)
 		} else if pending {

@@ -59,25 +59,31 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act process.Actio
 	if err != nil {
 		return -1, err
 	}
-	enf, err := e.openEnforcer(a.lsm)
-	if err != nil {
-		e.forgetQuietly(nil, id, a.zone.Name, a.rec)
-		return -1, err
-	}
-	defer enf.Close()
+	// The kernel's maps open and the policy goes into them while
+	// libcontainer sets the init up, tens of milliseconds in which this
+	// process mostly waits; the init joins the zone once that is done
+	// (startInit). What the configuration and the init need meanwhile is
+	// the backend alone.
+	kernel := e.pushPolicy(a)
 	var lc *libcontainer.Container
 	defer func() {
+		// Undo what the push did, not beside it.
+		enf, _ := kernel()
 		if retErr != nil {
 			e.undoCreate(enf, lc, a)
 		}
+		if enf != nil {
+			enf.Close()
+		}
 	}()
-	if err := e.pushPolicy(enf, a); err != nil {
+	prep := backend{lsm: a.lsm}
+	if err := e.prepareConfig(prep, a); err != nil {
 		return -1, err
 	}
 	if lc, err = e.createContainer(a); err != nil {
 		return -1, err
 	}
-	if status, err = e.startInit(enf, lc, a, b, o, act, notify); err != nil {
+	if status, err = e.startInit(prep, kernel, lc, a, b, o, act, notify); err != nil {
 		return -1, err
 	}
 	if act == process.ActRun && !o.Detach && !o.Keep {
@@ -137,6 +143,8 @@ func (e *Engine) libcontainerConfig(id string, b *Bundle, o CreateOptions) (*con
 // libcontainer container, the record and kernel membership, the zone when it
 // came with the container, and the root's kernel programs when no zone is
 // left (a root without zones needs none).
+// enf is nil when the kernel's state could not be opened: then only the
+// container and its record go.
 func (e *Engine) undoCreate(enf Enforcer, lc *libcontainer.Container, a *admission) {
 	if lc != nil {
 		if err := lc.Destroy(); err != nil {
@@ -144,6 +152,9 @@ func (e *Engine) undoCreate(enf Enforcer, lc *libcontainer.Container, a *admissi
 		}
 	}
 	e.forgetQuietly(enf, a.rec.ID, a.zone.Name, a.rec)
+	if enf == nil {
+		return
+	}
 	if a.newZone {
 		e.dropEmptyZone(enf, a.zone.Name)
 	}
@@ -152,22 +163,46 @@ func (e *Engine) undoCreate(enf Enforcer, lc *libcontainer.Container, a *admissi
 	}
 }
 
-// pushPolicy puts the zone's policy in the kernel before the zone has this
-// member: a new zone claims its id, the backend completes the
-// configuration, exec routes are closed, and the policy is pushed as the
-// store holds it now.
-func (e *Engine) pushPolicy(enf Enforcer, a *admission) error {
+// prepareConfig completes the container's configuration for its zone: the
+// backend's mounts and seccomp rules, and exec routes closed.
+func (e *Engine) prepareConfig(prep backend, a *admission) error {
+	z := a.zone
+	if err := prep.PrepareConfig(z, a.config); err != nil {
+		return err
+	}
+	if err := closeExecRoutes(a.config, &z.Policy); err != nil {
+		return fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
+	}
+	return nil
+}
+
+// pushPolicy opens the kernel's state and puts the zone's policy in it
+// before the zone has this member, beside the rest of create: a new zone
+// claims its id, and the policy is pushed as the store holds it now. The
+// function it returns waits for that and returns the enforcer (nil when
+// it could not be opened) and the error, the same on every call.
+func (e *Engine) pushPolicy(a *admission) (wait func() (Enforcer, error)) {
+	done := make(chan struct{})
+	var enf Enforcer
+	var err error
+	go func() {
+		defer close(done)
+		if enf, err = e.openEnforcer(a.lsm); err == nil {
+			err = e.pushStored(enf, a)
+		}
+	}()
+	return func() (Enforcer, error) {
+		<-done
+		return enf, err
+	}
+}
+
+func (e *Engine) pushStored(enf Enforcer, a *admission) error {
 	z := a.zone
 	if a.newZone {
 		if err := enf.Claim(z); err != nil {
 			return err
 		}
-	}
-	if err := enf.PrepareConfig(z, a.config); err != nil {
-		return err
-	}
-	if err := closeExecRoutes(a.config, &z.Policy); err != nil {
-		return fmt.Errorf("zone %s: exec rules: %w", z.Name, err)
 	}
 	// The stored policy, not the one admission read: a zone update may have
 	// made it stricter since.
@@ -202,7 +237,7 @@ func (e *Engine) createContainer(a *admission) (*libcontainer.Container, error) 
 // first instruction. While the init waits on the exec fifo (no user code
 // has run), its rules are completed, its cgroup joins the zone and the
 // record says it is created. run then lets it go; create leaves it waiting.
-func (e *Engine) startInit(enf Enforcer, lc *libcontainer.Container, a *admission, b *Bundle, o CreateOptions, act process.Action, notify *process.NotifySocket) (int, error) {
+func (e *Engine) startInit(prep backend, kernel func() (Enforcer, error), lc *libcontainer.Container, a *admission, b *Bundle, o CreateOptions, act process.Action, notify *process.NotifySocket) (int, error) {
 	id, z, spec := a.rec.ID, a.zone, b.Spec
 	if act == process.ActCreate {
 		if err := savePoststart(e.stateDir(id), spec); err != nil {
@@ -235,7 +270,7 @@ func (e *Engine) startInit(enf Enforcer, lc *libcontainer.Container, a *admissio
 				return nil, err
 			}
 			var release func()
-			started, release, err = enf.PrepareProcess(z, a.config, p, 0, status)
+			started, release, err = prep.PrepareProcess(z, a.config, p, 0, status)
 			if err != nil || !slices.Contains(p.ExtraFiles, status) {
 				// Not started through the shim: nothing will report.
 				process.DiscardExecStatus(status)
@@ -254,6 +289,10 @@ func (e *Engine) startInit(enf Enforcer, lc *libcontainer.Container, a *admissio
 				if err := started(pid); err != nil {
 					return err
 				}
+			}
+			enf, err := kernel()
+			if err != nil {
+				return err
 			}
 			cgid, err := e.joinZone(enf, lc, a, pid)
 			if err != nil {
@@ -294,8 +333,10 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 		if adm.rec.Addresses, err = e.plugMember(adm.zone.Name, adm.rec, pid); err != nil {
 			return 0, fmt.Errorf("zone %s: container %s: bridged network: %w", adm.zone.Name, lc.ID(), err)
 		}
-	} else if adm.rec.Addresses, err = memberAddrs(adm.config, pid); err != nil {
-		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+	} else if !bareNetns(adm.config) {
+		if adm.rec.Addresses, err = memberAddrs(adm.config, pid); err != nil {
+			return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+		}
 	}
 	adm.rec.Pid = pid // a learning zone reads the init's mount namespace
 	if err := e.join(enf, adm.zone, adm.rec, netns); err != nil {

@@ -77,8 +77,8 @@ func inodeKey(dev, ino uint64) string {
 }
 
 // landlockPolicy is the part of p that Landlock enforces on this backend.
-func (ke *kernelEnforcer) landlockPolicy(p *zone.Policy) *zone.Policy {
-	return landlockPart(p, ke.k.LSM())
+func (b backend) landlockPolicy(p *zone.Policy) *zone.Policy {
+	return landlockPart(p, b.lsm)
 }
 
 // landlockPart is the part of p that Landlock enforces: everything on the
@@ -96,10 +96,10 @@ func landlockPart(p *zone.Policy, lsm bool) *zone.Policy {
 // unix socket scoping is decided on the whole policy, as on the fallback:
 // moving the deny lists to the LSM must not take it from a zone (the LSM
 // has no hook for it).
-func (ke *kernelEnforcer) landlockRulesFor(p *zone.Policy, cfg *configs.Config) landlock.Rules {
-	r := landlockRules(ke.landlockPolicy(p), cfg, ke.k.LSM())
+func (b backend) landlockRulesFor(p *zone.Policy, cfg *configs.Config) landlock.Rules {
+	r := landlockRules(b.landlockPolicy(p), cfg, b.lsm)
 	if cfg != nil {
-		r.ScopeAbstractUnix = landlockRules(p, cfg, ke.k.LSM()).ScopeAbstractUnix
+		r.ScopeAbstractUnix = landlockRules(p, cfg, b.lsm).ScopeAbstractUnix
 	}
 	return r
 }
@@ -111,7 +111,7 @@ func (ke *kernelEnforcer) landlockRulesFor(p *zone.Policy, cfg *configs.Config) 
 // changes keeps its inodes.
 func (ke *kernelEnforcer) setPolicy(z *ResolvedZone, kp bpf.ZonePolicy) (DenyPaths, error) {
 	var paths DenyPaths
-	if ke.k.LSM() {
+	if ke.lsm {
 		var err error
 		if paths, _, err = fileDenies(&z.Policy, z.Members, &kp, nil); err != nil {
 			return nil, fmt.Errorf("zone %s: deny lists: %w", z.Name, err)
@@ -127,7 +127,7 @@ func (ke *kernelEnforcer) setPolicy(z *ResolvedZone, kp bpf.ZonePolicy) (DenyPat
 // before its cgroup becomes a member (see Enforcer.RefreshDenies); z is the
 // zone as stored, the rest of the kernel policy is kept as it is.
 func (ke *kernelEnforcer) RefreshDenies(z *zone.Zone, members []zone.Container) (DenyPaths, error) {
-	if !ke.k.LSM() || !hasInodeRules(&z.Policy) {
+	if !ke.lsm || !hasInodeRules(&z.Policy) {
 		return nil, nil
 	}
 	kp, err := ke.k.PolicyOf(z.ID)
@@ -165,7 +165,7 @@ func hasInodeRules(p *zone.Policy) bool {
 // root of a mount below a listed directory is always expected: the inode
 // hooks' walk does not leave its file system. It returns those mounts.
 func (ke *kernelEnforcer) verifyFileDenies(p *zone.Policy, members []zone.Container, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy) ([]nestedMount, error) {
-	if !ke.k.LSM() {
+	if !ke.lsm {
 		return nil, nil
 	}
 	_, mounts, err := fileDenies(p, members, want, kernel)
@@ -652,7 +652,7 @@ var fileRoutes = []struct {
 // the zone's policy as the kernel holds it; mounts: what verifyFileDenies
 // found.
 func (ke *kernelEnforcer) verifyFileRoutes(p *zone.Policy, attached []string, kernel *bpf.ZonePolicy, want *bpf.ZonePolicy, mounts []nestedMount, r *zone.IsolationReport) {
-	if !ke.k.LSM() || !hasInodeRules(p) {
+	if !ke.lsm || !hasInodeRules(p) {
 		return
 	}
 	deny := len(p.Filesystem.Deny)+len(p.Exec.Deny) > 0

@@ -72,3 +72,27 @@ func BenchmarkMemberAddrs(b *testing.B) {
 		}
 	}
 }
+
+func TestBareNetns(t *testing.T) {
+	newNet := configs.Namespaces{{Type: configs.NEWNET}, {Type: configs.NEWPID}}
+	hook := configs.HookList{configs.NewCommandHook(&configs.Command{Path: "/bin/true"})}
+	for _, tc := range []struct {
+		name string
+		cfg  configs.Config
+		want bool
+	}{
+		{"new namespace, loopback only", configs.Config{Namespaces: newNet, Networks: []*configs.Network{{Type: "loopback"}}}, true},
+		{"the host's namespace", configs.Config{Namespaces: configs.Namespaces{{Type: configs.NEWPID}}}, false},
+		{"a namespace joined by path", configs.Config{Namespaces: configs.Namespaces{{Type: configs.NEWNET, Path: "/run/netns/x"}}}, false},
+		{"a device moved in", configs.Config{Namespaces: newNet, NetDevices: map[string]*configs.LinuxNetDevice{"eth1": {}}}, false},
+		{"a route", configs.Config{Namespaces: newNet, Routes: []*configs.Route{{}}}, false},
+		{"a prestart hook", configs.Config{Namespaces: newNet, Hooks: configs.Hooks{configs.Prestart: hook}}, false},
+		{"a createRuntime hook", configs.Config{Namespaces: newNet, Hooks: configs.Hooks{configs.CreateRuntime: hook}}, false},
+		{"a createContainer hook", configs.Config{Namespaces: newNet, Hooks: configs.Hooks{configs.CreateContainer: hook}}, false},
+		{"a poststart hook only", configs.Config{Namespaces: newNet, Hooks: configs.Hooks{configs.Poststart: hook}}, true},
+	} {
+		if got := bareNetns(&tc.cfg); got != tc.want {
+			t.Errorf("%s: bareNetns = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -127,6 +127,30 @@ pins_removed_then() {
 	[[ ! -e $PIN_DIR ]] || fail "a root without zones got pins"
 }
 
+@test "pins: a create whose zone enforcement cannot be opened fails and leaves nothing" {
+	is_rauha || skip "rauha-only behaviour"
+	for n in b1 b2 b3; do
+		make_bundle "$n" sleep 300
+		in_zone "$n" z privileged
+	done
+	run_ct c1 b1
+	# A pin of the other backend's: the root now looks like it holds both,
+	# which no rauha opens. The container and its init are made while the
+	# kernel's state opens beside them, so all of that must be undone.
+	bpftool map create "$PIN_DIR/link_zone_file_open" type array key 4 value 4 entries 1 name rauha_fake ||
+		fail "bpftool map create"
+	rrun rt create --bundle "$(bundle_dir b2)" c2
+	assert_failure
+	assert_match "$output" "zone enforcement: .*holds the fallback backend"
+	rm "$PIN_DIR/link_zone_file_open"
+	assert_nothing_left c2 b2
+	rrun rt zone inspect z
+	assert_success
+	jqe '[.members[].id] == ["c1"]' <<<"$stdout" >/dev/null || fail "c2 left its record: $stdout"
+	run_ct c3 b3
+	wait_status c1 running
+}
+
 # ---------------------------------------------------------------- upgrade
 
 # setup_file builds the older rauha of the upgrade test once, outside any

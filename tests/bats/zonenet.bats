@@ -252,3 +252,41 @@ verify_check() {
 	zone_update b $'[network]\nallowed_zones = ["a"]'
 	pong sa "$NET.2"
 }
+
+@test "zonenet: create reads a new namespace's addresses only when something could have put one there" {
+	NS_ADDR=10.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).7
+	# A createRuntime hook puts an address in the container's new network
+	# namespace before the init waits for start, as a hook-driven network
+	# setup (docker's prestart hook) does.
+	cat >"$BATS_TEST_TMPDIR/addr-hook" <<HOOK
+#!/bin/sh
+pid=\$(jq -r .pid)
+exec nsenter --net=/proc/\$pid/ns/net ip addr add $NS_ADDR/32 dev lo
+HOOK
+	chmod +x "$BATS_TEST_TMPDIR/addr-hook"
+	make_bundle hooked sleep 300
+	cfg hooked '.hooks.createRuntime = [{path: $p}]' --arg p "$BATS_TEST_TMPDIR/addr-hook"
+	make_bundle bare sleep 300
+
+	# Plain runc: the hook's address is in the container's namespace.
+	plain run -d --bundle "$(bundle_dir hooked)" ph
+	assert_success
+	run plain exec ph ip addr show lo
+	assert_success
+	assert_match "$output" "$NS_ADDR/32"
+	plain delete --force ph
+
+	zone_policy z $'[network]\nallowed_zones = []'
+	in_zone hooked z
+	in_zone bare z
+	run_ct sh hooked
+	run_ct sb bare
+	rrun rt zone inspect z
+	assert_success
+	jqe --arg a "$NS_ADDR" '.members[] | select(.id == "sh") | .addresses | index($a) != null' <<<"$stdout" >/dev/null ||
+		fail "inspect does not show the hook's address: $stdout"
+	jqe '.members[] | select(.id == "sb") | (.addresses // []) | length == 0' <<<"$stdout" >/dev/null ||
+		fail "a bare new namespace has addresses: $stdout"
+	verify_check z "container sh: addresses" true "$NS_ADDR"
+	verify_check z "container sb: addresses" true
+}
