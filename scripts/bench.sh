@@ -11,12 +11,15 @@
 # Environment: RAUHA (default ./rauha), RUNC115 (/usr/sbin/runc),
 # RUNC15_VERSION (v1.5.0; empty = compare with runc 1.1.5 only),
 # CACHE (~/.cache/rauha-bench), OUT (bench.json), CG_PREFIX (/rauha-bench),
-# BENCH_ARGS (extra driver flags, e.g. "-n 10 -scale 1,100 -skip probe").
+# BENCH_ARGS (extra driver flags, e.g. "-n 10 -scale 1,100 -skip probe"),
+# BASE_RAUHA (another rauha build: its lifecycle rows, base-rauha-*, in the
+# same run, e.g. the parent commit's binary).
 # Not part of CI: it takes several minutes and needs root.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH=$PATH:/usr/local/go/bin
 RAUHA=$(readlink -f "${RAUHA:-./rauha}")
+BASE_RAUHA=${BASE_RAUHA:+$(readlink -f "$BASE_RAUHA")}
 RUNC115=${RUNC115:-/usr/sbin/runc}
 RUNC15_VERSION=${RUNC15_VERSION-v1.5.0}
 CACHE=${CACHE:-$HOME/.cache/rauha-bench}
@@ -78,7 +81,7 @@ cp "$WORK/rauhabench" "$WORK/bundle/rootfs/rauhabench"
 # sits in the cache as 2 MiB folios that the kernel maps whole (PMD), which
 # makes its calls faster and their peak RSS 3-4 MiB larger than those of a
 # binary read from disk, as /usr/sbin/runc is.
-for bin in "$RAUHA" "${RUNC115}" ${runc15:+"$runc15"}; do
+for bin in "$RAUHA" ${BASE_RAUHA:+"$BASE_RAUHA"} "${RUNC115}" ${runc15:+"$runc15"}; do
 	[[ -x $bin ]] || continue
 	sync "$bin"
 	dd if="$bin" iflag=nocache count=0 status=none
@@ -123,4 +126,5 @@ grep -qx ready "$WORK/netserve.out" || { echo "bench: the listener did not start
 "$WORK/rauhabench" -rauha "$RAUHA" -runc "$runcs" -bundle "$WORK/bundle" \
 	-work "$WORK/run" -cgroup-prefix "$CG_PREFIX" -out "$OUT" \
 	-net-netns "/run/netns/$NS_CLIENT" -net-addr "$NET_ADDR" \
-	-zonenet-netns "/run/netns/rauha-bench-$$-za,/run/netns/rauha-bench-$$-zb" -zonenet-addr "$ZNET_ADDR" ${BENCH_ARGS:-}
+	-zonenet-netns "/run/netns/rauha-bench-$$-za,/run/netns/rauha-bench-$$-zb" -zonenet-addr "$ZNET_ADDR" \
+	${BASE_RAUHA:+-base-rauha "$BASE_RAUHA"} ${BENCH_ARGS:-}

@@ -51,7 +51,10 @@ func exitOn(err error) {
 }
 
 type config struct {
-	rauha       string
+	rauha string
+	// another rauha build whose lifecycle variants run beside this one's,
+	// named base-rauha-*: a change measured against its parent in one run
+	baseRauha   string
 	runcs       []string // name=path
 	policies    []string // name=policy file or preset: extra rauha lifecycle runtimes
 	bundle      string   // base bundle from scripts/make-bundle.sh (config.json + rootfs)
@@ -84,6 +87,7 @@ func runBench(args []string) error {
 	var runcs, scale, skip, only, policies string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&c.rauha, "rauha", "./rauha", "rauha binary")
+	fs.StringVar(&c.baseRauha, "base-rauha", "", "another rauha binary: its lifecycle variants run in the same run as base-rauha-* (e.g. base-rauha-privileged), to compare two builds")
 	fs.StringVar(&runcs, "runc", "runc-1.1.5=/usr/sbin/runc", "comma-separated NAME=PATH of runc builds to compare with")
 	fs.StringVar(&c.bundle, "bundle", "", "base busybox bundle (scripts/make-bundle.sh) whose rootfs holds /rauhabench")
 	fs.StringVar(&c.work, "work", "/run/rauha-bench", "scratch directory for bundles and state roots (removed at the end)")

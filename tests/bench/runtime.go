@@ -183,6 +183,11 @@ func newBench(c config) (*bench, error) {
 		if err := add(v.name, c.rauha, true, ann); err != nil {
 			return nil, err
 		}
+		if c.baseRauha != "" {
+			if err := add("base-"+v.name, c.baseRauha, true, ann); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return b, nil
 }
