@@ -104,6 +104,9 @@ func (e *Engine) State(id string) (*State, error) {
 		pid = 0
 	}
 	bundle, annotations := utils.Annotations(sf.Config.Labels)
+	// rauha's own bookkeeping in the labels is not the bundle's.
+	delete(annotations, deniedLinksLabel)
+	delete(annotations, deniedFilesLabel)
 	return &State{
 		OCIVersion:  specs.Version,
 		ID:          sf.ID,

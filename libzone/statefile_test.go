@@ -237,3 +237,24 @@ func TestPlainDestroy(t *testing.T) {
 		t.Error("a container with an RDT group: plainDestroy")
 	}
 }
+
+// rauha's bookkeeping labels (the fallback's denied files and links) are not
+// the bundle's annotations: state does not show them.
+func TestStateHidesOwnLabels(t *testing.T) {
+	e := &Engine{root: t.TempDir()}
+	if err := os.MkdirAll(e.stateDir("c1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data := `{"id":"c1","init_process_pid":0,"config":{"rootfs":"/r","labels":["bundle=/b","k=v","` +
+		deniedLinksLabel + `=[\"/a\"]","` + deniedFilesLabel + `=[\"/etc/shadow\"]"]}}`
+	if err := os.WriteFile(filepath.Join(e.stateDir("c1"), "state.json"), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.State("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Annotations) != 1 || st.Annotations["k"] != "v" || st.Bundle != "/b" {
+		t.Fatalf("state: bundle %q, annotations %v", st.Bundle, st.Annotations)
+	}
+}
