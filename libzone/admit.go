@@ -79,15 +79,26 @@ func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admissio
 	}
 	for range maxAdmitRounds {
 		// Admission narrows the configuration to the policy it judged: a
-		// new round starts from the bundle's.
-		config, err := e.libcontainerConfig(id, b, o)
+		// new round starts from the bundle's. The conversion runs beside
+		// the read of the store (each is about half a millisecond).
+		type converted struct {
+			config *configs.Config
+			err    error
+		}
+		conv := make(chan converted, 1)
+		go func() {
+			config, err := e.libcontainerConfig(id, b, o)
+			conv <- converted{config, err}
+		}()
+		a, err := e.resolveZone(id, b.Dir, b.Spec.Annotations)
+		c := <-conv
+		if c.err != nil {
+			return nil, c.err
+		}
 		if err != nil {
 			return nil, err
 		}
-		a, err := e.resolveZone(id, b.Dir, config, b.Spec.Annotations)
-		if err != nil {
-			return nil, err
-		}
+		a.config, a.rec.CgroupPath = c.config, c.config.Cgroups.Path
 		a.lsm = lsm
 		if err := e.admit(a); err != nil {
 			return nil, err
@@ -114,7 +125,9 @@ func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admissio
 // A zone that does not exist yet is made, not stored, with the policy named
 // by org.rauha.policy, else the standard preset; a zone named by annotation
 // without a policy must exist.
-func (e *Engine) resolveZone(id, bundle string, config *configs.Config, annotations map[string]string) (*admission, error) {
+// The caller sets the admission's configuration and the record's cgroup
+// path.
+func (e *Engine) resolveZone(id, bundle string, annotations map[string]string) (*admission, error) {
 	name := zoneOf(id, annotations)
 	if err := zone.ValidateName("zone name", name); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", AnnotationZone, err)
@@ -152,14 +165,13 @@ func (e *Engine) resolveZone(id, bundle string, config *configs.Config, annotati
 	if err != nil {
 		return nil, fmt.Errorf("record container %s in zone %s: %w", id, name, err)
 	}
-	a := &admission{config: config, zone: stored, rec: &zone.Container{
-		ID:         id,
-		Zone:       name,
-		Bundle:     bundle,
-		CgroupPath: config.Cgroups.Path,
-		Status:     recordCreating,
-		Creator:    os.Getpid(),
-		Created:    time.Now().UTC(),
+	a := &admission{zone: stored, rec: &zone.Container{
+		ID:      id,
+		Zone:    name,
+		Bundle:  bundle,
+		Status:  recordCreating,
+		Creator: os.Getpid(),
+		Created: time.Now().UTC(),
 	}}
 	switch {
 	case stored == nil:

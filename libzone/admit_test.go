@@ -183,10 +183,11 @@ func TestPersistRefusesAChangedZone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := e.resolveZone(id, b.Dir, cfg, annotations)
+		a, err := e.resolveZone(id, b.Dir, annotations)
 		if err != nil {
 			t.Fatal(err)
 		}
+		a.config, a.rec.CgroupPath = cfg, cfg.Cgroups.Path
 		return a
 	}
 	noRecord := func(id string) {

@@ -19,11 +19,7 @@ func TestRefusedZoneNamesTheReason(t *testing.T) {
 	refusal := func() string {
 		t.Helper()
 		b := testBundle(t, annotations, false)
-		cfg, err := e.libcontainerConfig("c1", b, CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = e.resolveZone("c1", b.Dir, cfg, annotations)
+		_, err := e.resolveZone("c1", b.Dir, annotations)
 		if err == nil {
 			t.Fatal("a container naming a missing zone was admitted")
 		}
