@@ -81,24 +81,16 @@ func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admissio
 		// Admission narrows the configuration to the policy it judged: a
 		// new round starts from the bundle's. The conversion runs beside
 		// the read of the store (each is about half a millisecond).
-		type converted struct {
-			config *configs.Config
-			err    error
-		}
-		conv := make(chan converted, 1)
-		go func() {
-			config, err := e.libcontainerConfig(id, b, o)
-			conv <- converted{config, err}
-		}()
+		converted := beside(func() (*configs.Config, error) { return e.libcontainerConfig(id, b, o) })
 		a, err := e.resolveZone(id, b.Dir, b.Spec.Annotations)
-		c := <-conv
-		if c.err != nil {
-			return nil, c.err
+		config, cerr := converted()
+		if cerr != nil {
+			return nil, cerr
 		}
 		if err != nil {
 			return nil, err
 		}
-		a.config, a.rec.CgroupPath = c.config, c.config.Cgroups.Path
+		a.config, a.rec.CgroupPath = config, config.Cgroups.Path
 		a.lsm = lsm
 		if err := e.admit(a); err != nil {
 			return nil, err

@@ -324,18 +324,9 @@ func (c *Container) destroy() error { return c.e.destroy(c.ID(), c.lc.Destroy) }
 func (e *Engine) destroy(id string, remove func() error) error {
 	// The enforcer opens beside the read of the record: neither needs the
 	// other.
-	type opened struct {
-		enf Enforcer
-		err error
-	}
-	ch := make(chan opened, 1)
-	go func() {
-		enf, err := e.enforcer()
-		ch <- opened{enf, err}
-	}()
+	opened := beside(e.enforcer)
 	rec, err := e.record(id)
-	o := <-ch
-	enf, enfErr := o.enf, o.err
+	enf, enfErr := opened()
 	if enfErr == nil {
 		defer enf.Close()
 	}

@@ -182,19 +182,13 @@ func (e *Engine) prepareConfig(prep backend, a *admission) error {
 // function it returns waits for that and returns the enforcer (nil when
 // it could not be opened) and the error, the same on every call.
 func (e *Engine) pushPolicy(a *admission) (wait func() (Enforcer, error)) {
-	done := make(chan struct{})
-	var enf Enforcer
-	var err error
-	go func() {
-		defer close(done)
-		if enf, err = e.openEnforcer(a.lsm); err == nil {
+	return beside(func() (Enforcer, error) {
+		enf, err := e.openEnforcer(a.lsm)
+		if err == nil {
 			err = e.pushStored(enf, a)
 		}
-	}()
-	return func() (Enforcer, error) {
-		<-done
 		return enf, err
-	}
+	})
 }
 
 func (e *Engine) pushStored(enf Enforcer, a *admission) error {

@@ -82,3 +82,21 @@ func (e *Engine) exists(id string) (bool, error) {
 	}
 	return false, fmt.Errorf("container %s: %w", id, err)
 }
+
+// beside runs f in a goroutine, beside what the caller does next, and
+// returns a function that waits for f and returns what it returned (both
+// values, also together), the same on every call. create and delete use it
+// for kernel and store work that needs nothing the caller is doing.
+func beside[T any](f func() (T, error)) (wait func() (T, error)) {
+	done := make(chan struct{})
+	var v T
+	var err error
+	go func() {
+		defer close(done)
+		v, err = f()
+	}()
+	return func() (T, error) {
+		<-done
+		return v, err
+	}
+}

@@ -331,9 +331,12 @@ func (r *results) print(w io.Writer) {
 		fmt.Fprintf(w, "#   %-10s %s (%s)\n", rt.Name, rt.Version, rt.Bin)
 	}
 	fmt.Fprintf(w, "# NOTE: %s\n", r.Note)
+	// The columns rauha is divided by: the runcs, and with -base-rauha the
+	// other build's default zone (its other variants compare with this
+	// build's variants of the same name, in bench.json).
 	var runcs []string
 	for _, rt := range r.Runtimes {
-		if !strings.HasPrefix(rt.Name, "rauha") {
+		if !strings.HasPrefix(rt.Name, "rauha") && !strings.HasPrefix(rt.Name, "base-rauha-") {
 			runcs = append(runcs, rt.Name)
 		}
 	}
