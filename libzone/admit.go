@@ -19,16 +19,6 @@ import (
 // kernel counter.
 const ControlAdmission = "admission"
 
-// maxAdmitRounds bounds how often create judges a container again because
-// its zone changed between the decision and the store write. Each round
-// follows a concurrent zone create, update or delete; more than a few in a
-// row means something keeps rewriting the zone.
-const maxAdmitRounds = 8
-
-// errZoneChanged is persist's answer when the zone is no longer the one
-// admission judged.
-var errZoneChanged = errors.New("zone changed since admission")
-
 // admission is a new container on its way into its zone: resolveZone finds
 // the zone, admit judges the container against the zone's policy, persist
 // stores both, and the later steps of launch make it a member.
@@ -65,94 +55,134 @@ func (a *admission) planNetwork(annotations map[string]string) error {
 }
 
 // admitAndStore takes every decision about container id before anything of
-// it is written: which zone it joins (resolveZone) and whether that zone
-// admits it (admit). Only then does persist store the zone, when it comes
-// with the container, and the record. A refused container leaves no
-// record, no zone, nothing in the kernel (kernelBackend installs nothing)
-// and no state directory; a zone that exists keeps the refusal as an event.
-// A zone changed by another rauha between the decision and the store write
-// is read and judged again.
+// it exists, and stores what it decided: the zone it joins (resolveZone),
+// whether that zone admits it (admit) and its network (planNetwork) are
+// judged in the same store transaction that writes the zone, when it comes
+// with the container, and the record (persist), so no other rauha can
+// change the zone in between. A refused container leaves no record, zone
+// or state directory; a zone that exists keeps the refusal as an event.
 func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admission, error) {
-	lsm, err := e.kernelBackend()
-	if err != nil {
-		return nil, err
-	}
-	for range maxAdmitRounds {
-		// Admission narrows the configuration to the policy it judged: a
-		// new round starts from the bundle's. The conversion runs beside
-		// the read of the store (each is about half a millisecond).
-		converted := beside(func() (*configs.Config, error) { return e.libcontainerConfig(id, b, o) })
-		a, err := e.resolveZone(id, b.Dir, b.Spec.Annotations)
-		config, cerr := converted()
-		if cerr != nil {
-			return nil, cerr
-		}
-		if err != nil {
-			return nil, err
-		}
-		a.config, a.rec.CgroupPath = config, config.Cgroups.Path
-		a.lsm = lsm
-		if err := e.admit(a); err != nil {
-			return nil, err
-		}
-		if err := a.planNetwork(b.Spec.Annotations); err != nil {
-			return nil, err
-		}
-		switch err := e.persist(a); {
-		case err == nil:
-			if a.without != "" {
-				logrus.Warnf("zone %s admits container %s without: %s", a.zone.Name, id, a.without)
-			}
-			return a, nil
-		case !errors.Is(err, errZoneChanged):
-			return nil, err
-		}
-	}
-	name := zoneOf(id, b.Spec.Annotations)
-	return nil, fmt.Errorf("zone %s changed %d times while container %s was being admitted (something keeps creating, updating or deleting it); try again", name, maxAdmitRounds, id)
-}
-
-// resolveZone finds the zone container id joins, reading the store only: the
-// zone named by org.rauha.zone, else the container's own (named after it).
-// A zone that does not exist yet is made, not stored, with the policy named
-// by org.rauha.policy, else the standard preset; a zone named by annotation
-// without a policy must exist.
-// The caller sets the admission's configuration and the record's cgroup
-// path.
-func (e *Engine) resolveZone(id, bundle string, annotations map[string]string) (*admission, error) {
+	annotations := b.Spec.Annotations
 	name := zoneOf(id, annotations)
 	if err := zone.ValidateName("zone name", name); err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", AnnotationZone, err)
 	}
-	policyRef := annotations[AnnotationPolicy]
-	var wanted *zone.Policy
-	source := ""
-	if policyRef != "" {
-		p, src, err := zone.LoadAnnotationPolicy(policyRef, SyscallChecker())
-		if err != nil {
-			return nil, fmt.Errorf("annotation %s: %w", AnnotationPolicy, err)
-		}
-		wanted, source = p, src
+	wanted, err := wantedPolicy(annotations)
+	if err != nil {
+		return nil, err
 	}
-	var stored *zone.Zone
-	err := e.store.View(func(tx *zone.Tx) error {
-		if _, err := tx.Container(id); err == nil {
-			return errHasRecord(id, e.root)
-		} else if !errors.Is(err, zone.ErrNotFound) {
+	// The backend and the bundle's conversion need nothing from the
+	// store: they run while it opens.
+	prepared := beside(func() (prepared, error) {
+		lsm, err := e.kernelBackend()
+		if err != nil {
+			return prepared{}, err
+		}
+		config, err := e.libcontainerConfig(id, b, o)
+		return prepared{config: config, lsm: lsm}, err
+	})
+	var a *admission
+	judged := 0
+	decide := func(tx *zone.Tx) error {
+		p, err := prepared()
+		if err != nil {
 			return err
 		}
-		z, err := tx.Zone(name)
-		if errors.Is(err, zone.ErrNotFound) {
-			return nil
+		if a, err = e.resolveZone(tx, id, b.Dir, name, annotations[AnnotationZone] != "", wanted); err != nil {
+			return err
 		}
-		stored = z
-		return err
-	})
-	if err == nil && stored == nil && wanted == nil && annotations[AnnotationZone] != "" {
-		// A zone named by annotation is the operator's: a typo, or a zone
-		// whose create was refused, must not run the workload under a
-		// policy nobody chose.
-		err = e.errNoSuchZone(name)
+		// Admission narrows the configuration to the policy it judged: a
+		// second judgement starts from the bundle's.
+		config := p.config
+		if judged++; judged > 1 {
+			if config, err = e.libcontainerConfig(id, b, o); err != nil {
+				return err
+			}
+		}
+		a.config, a.rec.CgroupPath, a.lsm = config, config.Cgroups.Path, p.lsm
+		if err := e.admit(tx, a); err != nil {
+			return err
+		}
+		return a.planNetwork(annotations)
+	}
+	store := func(tx *zone.Tx) error {
+		if err := decide(tx); err != nil {
+			return err
+		}
+		return e.persist(tx, a)
+	}
+	if !e.store.Exists() {
+		// A root without a database: the container is judged against
+		// the empty store first, so that a refused one creates nothing,
+		// not even the database; an admitted one is judged again in the
+		// transaction that stores it.
+		err = e.store.View(decide)
+	}
+	if err == nil {
+		err = e.store.Update(store)
+	}
+	if err != nil {
+		if _, cerr := prepared(); cerr != nil {
+			return nil, cerr // the bundle's error first, as runc reports it
+		}
+		return nil, err
+	}
+	if a.without != "" {
+		logrus.Warnf("zone %s admits container %s without: %s", a.zone.Name, id, a.without)
+	}
+	return a, nil
+}
+
+// prepared is what admission needs that the store does not hold.
+type prepared struct {
+	config *configs.Config
+	lsm    bool
+}
+
+// wantedPolicy is the policy the bundle names with org.rauha.policy; nil
+// when it names none.
+func wantedPolicy(annotations map[string]string) (*wantedZonePolicy, error) {
+	ref := annotations[AnnotationPolicy]
+	if ref == "" {
+		return nil, nil
+	}
+	p, src, err := zone.LoadAnnotationPolicy(ref, SyscallChecker())
+	if err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationPolicy, err)
+	}
+	return &wantedZonePolicy{policy: p, source: src, ref: ref}, nil
+}
+
+// wantedZonePolicy is a policy named by org.rauha.policy, as loaded.
+type wantedZonePolicy struct {
+	policy *zone.Policy
+	source string // PolicySource of a zone made with it
+	ref    string // the annotation's value
+}
+
+// resolveZone finds the zone container id joins in tx: the zone named by
+// org.rauha.zone (named), else the container's own (named after it). A zone that
+// does not exist yet is made, not stored, with the wanted policy, else the
+// standard preset; a zone named by annotation without a policy must exist.
+// The caller sets the admission's configuration and the record's cgroup
+// path.
+func (e *Engine) resolveZone(tx *zone.Tx, id, bundle, name string, named bool, wanted *wantedZonePolicy) (*admission, error) {
+	stored, err := tx.Zone(name)
+	if errors.Is(err, zone.ErrNotFound) {
+		stored, err = nil, nil
+		if wanted == nil && named {
+			// A zone named by annotation is the operator's: a typo, or a
+			// zone whose create was refused, must not run the workload
+			// under a policy nobody chose.
+			err = e.errNoSuchZone(name)
+		}
+	}
+	if err == nil {
+		if _, err = tx.Container(id); err == nil {
+			err = errHasRecord(id, e.root)
+		} else if errors.Is(err, zone.ErrNotFound) {
+			err = nil
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("record container %s in zone %s: %w", id, name, err)
@@ -167,24 +197,24 @@ func (e *Engine) resolveZone(id, bundle string, annotations map[string]string) (
 	}}
 	switch {
 	case stored == nil:
-		if wanted == nil {
-			if wanted, err = zone.Preset("standard"); err != nil {
-				return nil, err
-			}
-			source = "preset:standard"
+		policy, source := (*zone.Policy)(nil), "preset:standard"
+		if wanted != nil {
+			policy, source = wanted.policy, wanted.source
+		} else if policy, err = zone.Preset("standard"); err != nil {
+			return nil, err
 		}
 		a.newZone = true
 		a.zone = &zone.Zone{
 			Name:         name,
 			PolicySource: source,
-			Implicit:     annotations[AnnotationZone] == "",
+			Implicit:     !named,
 			Created:      time.Now().UTC(),
 		}
-		a.zone.SetPolicy(wanted)
-	case wanted != nil && !stored.AskedPolicy().Equal(wanted):
-		return nil, e.refuse(a, fmt.Sprintf("annotation %s=%s asks for another policy than the zone's %s", AnnotationPolicy, policyRef, stored.PolicySource),
+		a.zone.SetPolicy(policy)
+	case wanted != nil && !stored.AskedPolicy().Equal(wanted.policy):
+		return nil, e.refuse(a, fmt.Sprintf("annotation %s=%s asks for another policy than the zone's %s", AnnotationPolicy, wanted.ref, stored.PolicySource),
 			fmt.Errorf("record container %s in zone %s: zone %s already exists with policy %s; annotation %s=%s asks for another one (change the zone with 'rauha zone update %s --policy FILE')",
-				id, name, name, stored.PolicySource, AnnotationPolicy, policyRef, name))
+				id, name, name, stored.PolicySource, AnnotationPolicy, wanted.ref, name))
 	}
 	return a, nil
 }
@@ -197,7 +227,7 @@ func (e *Engine) resolveZone(id, bundle string, annotations map[string]string) (
 // shared with tasks the zone cannot be kept from, and on the fallback what
 // could undo the mounts that hold the file rules. With admission = "strict"
 // any conflict refuses the container; with "audit" it starts without them.
-func (e *Engine) admit(a *admission) error {
+func (e *Engine) admit(tx *zone.Tx, a *admission) error {
 	z, cfg, policy := a.zone, a.config, &a.zone.Policy
 	conflicts := append(applyConfigControls(cfg, policy), unavailableControls(policy, cfg, a.lsm)...)
 	conflicts = append(conflicts, execRoutes(cfg, policy)...)
@@ -207,7 +237,7 @@ func (e *Engine) admit(a *admission) error {
 		return fmt.Errorf("zone %s: container %s: %w", z.Name, a.rec.ID, err)
 	}
 	conflicts = append(conflicts, routes...)
-	shared, err := e.sharedPidNSConflicts(z, cfg, a.lsm)
+	shared, err := e.sharedPidNSConflicts(tx, z, cfg, a.lsm)
 	if err != nil {
 		return fmt.Errorf("zone %s: container %s: %w", z.Name, a.rec.ID, err)
 	}
@@ -244,34 +274,16 @@ func (e *Engine) refuse(a *admission, reason string, err error) error {
 	return err
 }
 
-// persist stores what admission decided, in one transaction: the zone when
-// it comes with the container, and the container's record in state
-// "creating". The zone and its policy are in the database before anything
-// reaches the kernel. It returns errZoneChanged, and stores nothing, when
-// the zone is no longer what admission judged: created, deleted or given
-// another policy by another rauha since.
-func (e *Engine) persist(a *admission) error {
-	err := e.store.Update(func(tx *zone.Tx) error {
-		if _, err := tx.Container(a.rec.ID); err == nil {
-			return errHasRecord(a.rec.ID, e.root)
-		} else if !errors.Is(err, zone.ErrNotFound) {
-			return err
-		}
-		z, err := tx.Zone(a.zone.Name)
-		switch {
-		case errors.Is(err, zone.ErrNotFound):
-			if !a.newZone {
-				return errZoneChanged
-			}
+// persist stores what admission decided, in admission's transaction: the
+// zone when it comes with the container, the bridged member's leases and
+// the container's record in state "creating". The zone and its policy are
+// in the database before anything reaches the kernel.
+func (e *Engine) persist(tx *zone.Tx, a *admission) error {
+	err := func() error {
+		if a.newZone {
 			if err := tx.PutZone(a.zone); err != nil {
 				return err
 			}
-		case err != nil:
-			return err
-		case a.newZone || !z.Policy.Equal(&a.zone.Policy):
-			return errZoneChanged
-		default:
-			a.zone = z // as stored now: a deleted and recreated zone has another id
 		}
 		if a.bridged {
 			if err := tx.Lease(a.rec, a.zone.Policy.Network.Subnet, hostRoutes()); err != nil {
@@ -284,11 +296,11 @@ func (e *Engine) persist(a *admission) error {
 			}
 		}
 		return tx.PutContainer(a.rec)
-	})
-	if err != nil && !errors.Is(err, errZoneChanged) {
+	}()
+	if err != nil {
 		return fmt.Errorf("record container %s in zone %s: %w", a.rec.ID, a.zone.Name, err)
 	}
-	return err
+	return nil
 }
 
 // errHasRecord refuses a container id that already has a record.

@@ -218,26 +218,35 @@ type pidNSState struct {
 	policies map[string]*zone.Policy
 }
 
-func (e *Engine) pidNSState() (*pidNSState, error) {
-	s := &pidNSState{policies: map[string]*zone.Policy{}}
-	err := e.store.View(func(tx *zone.Tx) error {
-		zones, err := tx.Zones()
-		if err != nil {
-			return err
-		}
-		for i := range zones {
-			s.policies[zones[i].Name] = &zones[i].Policy
-		}
-		s.members, err = tx.Containers()
+// pidNSState reads the pidNSState of the store.
+func (e *Engine) pidNSState() (s *pidNSState, err error) {
+	err = e.store.View(func(tx *zone.Tx) error {
+		s, err = pidNSStateIn(tx)
 		return err
 	})
 	return s, err
 }
 
+// pidNSStateIn is pidNSState read in tx.
+func pidNSStateIn(tx *zone.Tx) (*pidNSState, error) {
+	s := &pidNSState{policies: map[string]*zone.Policy{}}
+	zones, err := tx.Zones()
+	if err != nil {
+		return nil, err
+	}
+	for i := range zones {
+		s.policies[zones[i].Name] = &zones[i].Policy
+	}
+	if s.members, err = tx.Containers(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // sharedPidNSConflicts is admission's view of a container of zone z whose
 // config joins a pid namespace by path; none for a private or the host's
 // pid namespace.
-func (e *Engine) sharedPidNSConflicts(z *zone.Zone, cfg *configs.Config, lsm bool) ([]string, error) {
+func (e *Engine) sharedPidNSConflicts(tx *zone.Tx, z *zone.Zone, cfg *configs.Config, lsm bool) ([]string, error) {
 	path := cfg.Namespaces.PathOf(configs.NEWPID)
 	if !cfg.Namespaces.Contains(configs.NEWPID) || path == "" {
 		return nil, nil
@@ -250,7 +259,7 @@ func (e *Engine) sharedPidNSConflicts(z *zone.Zone, cfg *configs.Config, lsm boo
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.pidNSState()
+	st, err := pidNSStateIn(tx)
 	if err != nil {
 		return nil, err
 	}

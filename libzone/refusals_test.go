@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rauha-runtime/rauha/zone"
 )
 
 // A container naming a zone whose create was refused in this root is
@@ -19,7 +21,10 @@ func TestRefusedZoneNamesTheReason(t *testing.T) {
 	refusal := func() string {
 		t.Helper()
 		b := testBundle(t, annotations, false)
-		_, err := e.resolveZone("c1", b.Dir, annotations)
+		err := e.store.View(func(tx *zone.Tx) error {
+			_, err := e.resolveZone(tx, "c1", b.Dir, "aud", true, nil)
+			return err
+		})
 		if err == nil {
 			t.Fatal("a container naming a missing zone was admitted")
 		}

@@ -138,6 +138,14 @@ func (s *Store) WithLockTimeout(d time.Duration) *Store {
 // Path is the database file.
 func (s *Store) Path() string { return filepath.Join(s.root, DBName) }
 
+// Exists tells whether the database holds anything: false until the first
+// Update of a root has written it. Without the lock it can only be a hint:
+// another process may create the database right after.
+func (s *Store) Exists() bool {
+	info, err := os.Stat(s.Path())
+	return err == nil && info.Size() > 0
+}
+
 // Update runs fn in one read-write transaction, creating the root directory
 // (0700) and the database if needed. The transaction commits if fn returns nil.
 func (s *Store) Update(fn func(tx *Tx) error) (err error) {
