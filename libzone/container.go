@@ -103,6 +103,9 @@ func (e *Engine) Start(id string) error {
 	default:
 		return fmt.Errorf("cannot start container %s in the %s state", id, status)
 	}
+	if err := checkJoined(sf.dir, id); err != nil {
+		return err
+	}
 	notify := process.NewNotifySocket(sf.dir, os.Getenv("NOTIFY_SOCKET"))
 	if notify != nil {
 		if err := notify.Bind(); err != nil {

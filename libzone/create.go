@@ -1,6 +1,7 @@
 package libzone
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -288,11 +289,7 @@ func (e *Engine) startInit(prep backend, kernel func() (Enforcer, error), lc *li
 			if err != nil {
 				return err
 			}
-			cgid, err := e.joinZone(enf, lc, a, pid)
-			if err != nil {
-				return err
-			}
-			return e.markCreated(a, pid, cgid)
+			return e.joinZone(enf, lc, a, pid)
 		},
 	}
 	if act == process.ActRun {
@@ -302,39 +299,54 @@ func (e *Engine) startInit(prep backend, kernel func() (Enforcer, error), lc *li
 	return r.Run(spec.Process)
 }
 
-// joinZone makes the container's cgroup a member of its zone and returns the
-// cgroup v2 id that identifies it to the kernel.
-func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission, pid int) (uint64, error) {
+// joinZone makes the container's cgroup a member of its zone and completes
+// its record (markCreated). The record is stored while the kernel work is
+// done, so a create killed in between can leave a record that says
+// "created" for a container that never joined: the state directory holds
+// the joining file until the join has finished, start and exec refuse a
+// container that has it, and reconcile, which joins every live member,
+// removes it.
+func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admission, pid int) error {
 	st, err := lc.State()
 	if err != nil {
-		return 0, fmt.Errorf("container %s: %w", lc.ID(), err)
+		return fmt.Errorf("container %s: %w", lc.ID(), err)
 	}
 	unified := st.CgroupPaths[""]
 	if unified == "" {
-		return 0, fmt.Errorf("zone %s: container %s has no cgroup v2 directory: zone membership needs the unified hierarchy (cgroup2 mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified)", adm.zone.Name, lc.ID())
+		return fmt.Errorf("zone %s: container %s has no cgroup v2 directory: zone membership needs the unified hierarchy (cgroup2 mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified)", adm.zone.Name, lc.ID())
 	}
 	rel, err := filepath.Rel(bpf.UnifiedMountpoint(), unified)
 	if err != nil || strings.HasPrefix(rel, "..") {
-		return 0, fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
+		return fmt.Errorf("zone %s: cgroup %s of container %s is outside %s", adm.zone.Name, unified, lc.ID(), bpf.UnifiedMountpoint())
 	}
 	adm.rec.CgroupPath = "/" + rel
+	if adm.rec.CgroupID, err = bpf.CgroupID(unified); err != nil {
+		return fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+	}
 	netns, err := ownNetns(adm.config, pid)
 	if err != nil {
-		return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+		return fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 	}
 	if adm.rec.Lease != nil {
 		// plugMember reads the namespace's addresses as memberAddrs does.
 		if adm.rec.Addresses, err = e.plugMember(adm.zone.Name, adm.rec, pid); err != nil {
-			return 0, fmt.Errorf("zone %s: container %s: bridged network: %w", adm.zone.Name, lc.ID(), err)
+			return fmt.Errorf("zone %s: container %s: bridged network: %w", adm.zone.Name, lc.ID(), err)
 		}
 	} else if !bareNetns(adm.config) {
 		if adm.rec.Addresses, err = memberAddrs(adm.config, pid); err != nil {
-			return 0, fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
+			return fmt.Errorf("zone %s: container %s: %w", adm.zone.Name, lc.ID(), err)
 		}
 	}
 	adm.rec.Pid = pid // a learning zone reads the init's mount namespace
-	if err := e.join(enf, adm.zone, adm.rec, netns); err != nil {
-		return 0, err
+	adm.rec.Status = recordCreated
+	joining := filepath.Join(e.stateDir(lc.ID()), joiningFile)
+	if err := os.WriteFile(joining, nil, 0o600); err != nil {
+		return fmt.Errorf("container %s: %w", lc.ID(), err)
 	}
-	return adm.rec.CgroupID, nil
+	marked := beside(func() (struct{}, error) { return struct{}{}, e.markCreated(*adm.rec) })
+	joinErr := e.join(enf, adm.zone, adm.rec, netns)
+	if _, err := marked(); err != nil || joinErr != nil {
+		return errors.Join(joinErr, err)
+	}
+	return os.Remove(joining)
 }

@@ -84,6 +84,9 @@ func (c *Container) Exec(p *specs.Process, o ExecOptions) (int, error) {
 	default:
 		return -1, fmt.Errorf("cannot exec in a %s container %s", status, c.ID())
 	}
+	if err := checkJoined(c.e.stateDir(c.ID()), c.ID()); err != nil {
+		return -1, err
+	}
 	if !cgroups.IsCgroup2UnifiedMode() {
 		// On a pure cgroup v2 host libcontainer starts an exec'd process
 		// straight in its cgroup (CLONE_INTO_CGROUP); elsewhere it writes

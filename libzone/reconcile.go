@@ -181,6 +181,11 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if err := os.Remove(filepath.Join(e.stateDir(r.ID), joiningFile)); err == nil {
+			note("container %s: joined zone %s (its create was interrupted before the join finished)", r.ID, r.Zone)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("container %s: %w", r.ID, err))
+		}
 		if r.CgroupID != old || !slices.Equal(r.Addresses, oldAddrs) {
 			if err := e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(r) }); err != nil {
 				errs = append(errs, err)

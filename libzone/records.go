@@ -3,6 +3,8 @@ package libzone
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/sirupsen/logrus"
 	"github.com/vishvananda/netlink"
@@ -18,13 +20,26 @@ const (
 	recordCreated  = "created"
 )
 
-// markCreated completes the record once the container's init is a zone
-// member and waits for start.
-func (e *Engine) markCreated(a *admission, pid int, cgroupID uint64) error {
-	a.rec.Pid = pid
-	a.rec.CgroupID = cgroupID
-	a.rec.Status = recordCreated
-	return e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(a.rec) })
+// joiningFile, in a container's state directory, says that its init has
+// not finished joining its zone (joinZone).
+const joiningFile = "joining"
+
+// markCreated stores rec, the record of a container whose init waits for
+// start, with its pid and cgroup id. It takes a copy: the join goes on
+// beside it.
+func (e *Engine) markCreated(rec zone.Container) error {
+	return e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(&rec) })
+}
+
+// checkJoined refuses to run anything in a container whose create was
+// killed before its init had joined the zone (joinZone).
+func checkJoined(stateDir, id string) error {
+	if _, err := os.Lstat(filepath.Join(stateDir, joiningFile)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("container %s: %w", id, err)
+	}
+	return fmt.Errorf("container %s never finished joining its zone (its create was interrupted): nothing of it may run unenforced; run 'rauha zone reconcile' to finish the join, or delete it", id)
 }
 
 // forget removes a container's record, and its zone when the zone was made
@@ -72,17 +87,13 @@ func (e *Engine) forget(id, zoneName string) (rec *zone.Container, gone *zone.Zo
 // and the zone itself when it was the container's own. The root's kernel
 // programs stay even when that was its last zone: the next create would
 // install them again, which costs far more than the budget of a create
-// (DeleteZone explains the rule). Kernel state goes
-// first: a record without kernel state is repaired by reconcile, while
-// kernel state without a record would never be looked at again.
+// (DeleteZone explains the rule). The membership leaves the kernel beside
+// the removal of the record: whichever a killed delete leaves, reconcile
+// repairs (a record without state is removed with its kernel state, kernel
+// entries no record owns are pruned). A bridged member's network goes
+// first, while its lease still keeps its address from a new member.
 func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container) error {
 	var errs []error
-	if rec != nil && rec.CgroupID != 0 {
-		z := &zone.Zone{Name: rec.Zone}
-		if err := enf.Leave(z, rec); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	var h *netlink.Handle // one for the member's veth and its zone's bridge
 	if rec != nil && rec.Lease != nil {
 		var err error
@@ -95,8 +106,15 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 			}
 		}
 	}
+	left := func() (struct{}, error) { return struct{}{}, nil }
+	if rec != nil && rec.CgroupID != 0 {
+		left = beside(func() (struct{}, error) { return struct{}{}, enf.Leave(&zone.Zone{Name: rec.Zone}, rec) })
+	}
 	_, gone, net, err := e.forget(id, zoneName)
 	if err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := left(); err != nil {
 		errs = append(errs, err)
 	}
 	if gone != nil {

@@ -150,6 +150,41 @@ simulate_reboot() {
 	rm -rf "$PIN_DIR"
 }
 
+@test "crash: a create killed between its created mark and the end of its join runs nothing until reconcile joins it" {
+	local b cg key i
+	b=$(crash_bundle j1)
+	rt create --bundle "$b" j1 </dev/null >/dev/null 2>&1 || fail "create j1"
+	[[ ! -e $ROOT/j1/joining ]] || fail "a finished create left its joining file"
+	cg=$(rt zone inspect cz | jq -r '.members[] | select(.id == "j1") | .cgroup_id')
+	zone_cgids | grep -qx "$cg" || fail "j1's cgroup $cg is not registered after create"
+	# What such a create leaves (create stores the mark beside the join):
+	# a record that says created, the init waiting, its cgroup in no zone
+	# and the joining file in the state directory.
+	for i in 0 1 2 3 4 5 6 7; do key+=$(printf '%02x ' $(((cg >> (8 * i)) & 255))); done
+	bpftool map delete pinned "$PIN_DIR/zone_by_cgid" key hex $key
+	touch "$ROOT/j1/joining"
+	rrun rt start j1
+	assert_failure 1
+	assert_match "$stderr" "container j1 never finished joining its zone"
+	assert_eq "$(rt state j1 | jq -r .status)" created
+	rrun rt exec j1 true
+	assert_failure
+	assert_match "$stderr" "container j1 never finished joining its zone"
+	rrun rt zone reconcile
+	assert_success
+	assert_match "$stdout" "container j1: joined zone cz"
+	[[ ! -e $ROOT/j1/joining ]] || fail "reconcile left the joining file"
+	zone_cgids | grep -qx "$cg" || fail "reconcile did not register j1's cgroup $cg"
+	rrun rt start j1
+	assert_success
+	rrun rt zone verify cz
+	show
+	assert_success
+	check_leaks
+	[[ $LEAKS -eq 0 ]] || fail "$LEAKS leaks"
+	rt delete --force j1 || fail "delete j1"
+}
+
 @test "reboot: the next command after pins and cgroups vanish restores enforcement" {
 	local id b
 	for id in r1 r2; do
