@@ -343,7 +343,8 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 	if err := os.WriteFile(joining, nil, 0o600); err != nil {
 		return fmt.Errorf("container %s: %w", lc.ID(), err)
 	}
-	marked := beside(func() (struct{}, error) { return struct{}{}, e.markCreated(*adm.rec) })
+	rec := *adm.rec // Join sets the cgroup id in adm.rec again
+	marked := beside(func() (struct{}, error) { return struct{}{}, e.markCreated(rec) })
 	joinErr := e.join(enf, adm.zone, adm.rec, netns)
 	if _, err := marked(); err != nil || joinErr != nil {
 		return errors.Join(joinErr, err)

@@ -25,8 +25,7 @@ const (
 const joiningFile = "joining"
 
 // markCreated stores rec, the record of a container whose init waits for
-// start, with its pid and cgroup id. It takes a copy: the join goes on
-// beside it.
+// start, with its pid and cgroup id.
 func (e *Engine) markCreated(rec zone.Container) error {
 	return e.store.Update(func(tx *zone.Tx) error { return tx.PutContainer(&rec) })
 }
