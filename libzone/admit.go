@@ -73,13 +73,13 @@ func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admissio
 	}
 	// The backend and the bundle's conversion need nothing from the
 	// store: they run while it opens.
-	prepared := beside(func() (prepared, error) {
+	prepared := beside(func() (preparation, error) {
 		lsm, err := e.kernelBackend()
 		if err != nil {
-			return prepared{}, err
+			return preparation{}, err
 		}
 		config, err := e.libcontainerConfig(id, b, o)
-		return prepared{config: config, lsm: lsm}, err
+		return preparation{config: config, lsm: lsm}, err
 	})
 	var a *admission
 	judged := 0
@@ -109,7 +109,10 @@ func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admissio
 		if err := decide(tx); err != nil {
 			return err
 		}
-		return e.persist(tx, a)
+		if err := e.persist(tx, a); err != nil {
+			return fmt.Errorf("record container %s in zone %s: %w", id, a.zone.Name, err)
+		}
+		return nil
 	}
 	if !e.store.Exists() {
 		// A root without a database: the container is judged against
@@ -133,8 +136,8 @@ func (e *Engine) admitAndStore(id string, b *Bundle, o CreateOptions) (*admissio
 	return a, nil
 }
 
-// prepared is what admission needs that the store does not hold.
-type prepared struct {
+// preparation is what admission needs that the store does not hold.
+type preparation struct {
 	config *configs.Config
 	lsm    bool
 }
@@ -161,9 +164,10 @@ type wantedZonePolicy struct {
 }
 
 // resolveZone finds the zone container id joins in tx: the zone named by
-// org.rauha.zone (named), else the container's own (named after it). A zone that
-// does not exist yet is made, not stored, with the wanted policy, else the
-// standard preset; a zone named by annotation without a policy must exist.
+// org.rauha.zone (named), else the container's own (named after it). A
+// zone that does not exist yet is made, not stored, with the wanted policy,
+// else the standard preset; a zone named by annotation without a policy
+// must exist.
 // The caller sets the admission's configuration and the record's cgroup
 // path.
 func (e *Engine) resolveZone(tx *zone.Tx, id, bundle, name string, named bool, wanted *wantedZonePolicy) (*admission, error) {
@@ -279,28 +283,22 @@ func (e *Engine) refuse(a *admission, reason string, err error) error {
 // the container's record in state "creating". The zone and its policy are
 // in the database before anything reaches the kernel.
 func (e *Engine) persist(tx *zone.Tx, a *admission) error {
-	err := func() error {
-		if a.newZone {
-			if err := tx.PutZone(a.zone); err != nil {
-				return err
-			}
+	if a.newZone {
+		if err := tx.PutZone(a.zone); err != nil {
+			return err
 		}
-		if a.bridged {
-			if err := tx.Lease(a.rec, a.zone.Policy.Network.Subnet, hostRoutes()); err != nil {
-				return err
-			}
-			if a.zone.Policy.Network.WantsIPv6() {
-				if err := tx.Lease6(a.rec, a.zone.Policy.Network.Subnet6, zone.ULAPool(e.root), hostRoutes6()); err != nil {
-					return err
-				}
-			}
-		}
-		return tx.PutContainer(a.rec)
-	}()
-	if err != nil {
-		return fmt.Errorf("record container %s in zone %s: %w", a.rec.ID, a.zone.Name, err)
 	}
-	return nil
+	if a.bridged {
+		if err := tx.Lease(a.rec, a.zone.Policy.Network.Subnet, hostRoutes()); err != nil {
+			return err
+		}
+		if a.zone.Policy.Network.WantsIPv6() {
+			if err := tx.Lease6(a.rec, a.zone.Policy.Network.Subnet6, zone.ULAPool(e.root), hostRoutes6()); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.PutContainer(a.rec)
 }
 
 // errHasRecord refuses a container id that already has a record.

@@ -344,10 +344,10 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 		return fmt.Errorf("container %s: %w", lc.ID(), err)
 	}
 	rec := *adm.rec // Join sets the cgroup id in adm.rec again
-	marked := beside(func() (struct{}, error) { return struct{}{}, e.markCreated(rec) })
+	marked := besideErr(func() error { return e.markCreated(rec) })
 	joinErr := e.join(enf, adm.zone, adm.rec, netns)
-	if _, err := marked(); err != nil || joinErr != nil {
-		return errors.Join(joinErr, err)
+	if err := errors.Join(joinErr, marked()); err != nil {
+		return err
 	}
 	return os.Remove(joining)
 }

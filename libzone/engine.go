@@ -100,3 +100,12 @@ func beside[T any](f func() (T, error)) (wait func() (T, error)) {
 		return v, err
 	}
 }
+
+// besideErr is beside for work that returns only an error.
+func besideErr(f func() error) (wait func() error) {
+	w := beside(func() (struct{}, error) { return struct{}{}, f() })
+	return func() error {
+		_, err := w()
+		return err
+	}
+}

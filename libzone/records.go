@@ -105,17 +105,12 @@ func (e *Engine) release(enf Enforcer, id, zoneName string, rec *zone.Container)
 			}
 		}
 	}
-	left := func() (struct{}, error) { return struct{}{}, nil }
+	left := func() error { return nil }
 	if rec != nil && rec.CgroupID != 0 {
-		left = beside(func() (struct{}, error) { return struct{}{}, enf.Leave(&zone.Zone{Name: rec.Zone}, rec) })
+		left = besideErr(func() error { return enf.Leave(&zone.Zone{Name: rec.Zone}, rec) })
 	}
 	_, gone, net, err := e.forget(id, zoneName)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := left(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, err, left())
 	if gone != nil {
 		if err := enf.Remove(gone); err != nil {
 			errs = append(errs, err)

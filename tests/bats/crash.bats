@@ -151,7 +151,7 @@ simulate_reboot() {
 }
 
 @test "crash: a create killed between its created mark and the end of its join runs nothing until reconcile joins it" {
-	local b cg key i
+	local b cg
 	b=$(crash_bundle j1)
 	rt create --bundle "$b" j1 </dev/null >/dev/null 2>&1 || fail "create j1"
 	[[ ! -e $ROOT/j1/joining ]] || fail "a finished create left its joining file"
@@ -160,8 +160,7 @@ simulate_reboot() {
 	# What such a create leaves (create stores the mark beside the join):
 	# a record that says created, the init waiting, its cgroup in no zone
 	# and the joining file in the state directory.
-	for i in 0 1 2 3 4 5 6 7; do key+=$(printf '%02x ' $(((cg >> (8 * i)) & 255))); done
-	bpftool map delete pinned "$PIN_DIR/zone_by_cgid" key hex $key
+	unregister_cgroup "$PIN_DIR" "$cg"
 	touch "$ROOT/j1/joining"
 	rrun rt start j1
 	assert_failure 1

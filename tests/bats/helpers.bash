@@ -429,6 +429,15 @@ pin_dir_of() {
 	echo "/sys/fs/bpf/rauha-$(printf %s "$1" | sha256sum | cut -c1-12)"
 }
 
+# unregister_cgroup PIN_DIR CGID: remove cgroup CGID from the zone_by_cgid
+# map pinned in PIN_DIR (its key: the id's 8 bytes, little-endian), what a
+# create or delete killed between its kernel steps can leave.
+unregister_cgroup() {
+	local key i
+	for i in 0 1 2 3 4 5 6 7; do key+=$(printf '%02x ' $((($2 >> (8 * i)) & 255))); done
+	bpftool map delete pinned "$1/zone_by_cgid" key hex $key
+}
+
 # ---------------------------------------------------------------- helpers built from Go
 
 # build_helper NAME: build tests/bats/helpers/NAME (static) once per run;

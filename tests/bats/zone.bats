@@ -361,15 +361,14 @@ other|deny|rauha|annotation org.rauha.policy=strict asks for another policy than
 	run_ct vc b
 	run_ct vd b2
 	[[ -d $PIN_DIR/members ]] || skip "this backend pins no per-member links"
-	local cg key i
+	local cg
 	cg=$(rt zone inspect v | jq -r '.members[] | select(.id == "vd") | .cgroup_id')
 	[[ -d $PIN_DIR/members/$cg ]] || fail "no member pins for vd (cgroup $cg): $(ls "$PIN_DIR/members")"
 	rt kill vd KILL
 	wait_status vd stopped
 	# What a create or delete killed between its two kernel steps leaves:
 	# the cgroup's links pinned, the cgroup registered in no zone.
-	for i in 0 1 2 3 4 5 6 7; do key+=$(printf '%02x ' $(((cg >> (8 * i)) & 255))); done
-	bpftool map delete pinned "$PIN_DIR/zone_by_cgid" key hex $key
+	unregister_cgroup "$PIN_DIR" "$cg"
 	rrun rt zone reconcile
 	assert_success
 	assert_match "$stdout" "removed the member pins of cgroup $cg: registered in no zone"
