@@ -157,7 +157,9 @@ func (e *Engine) undoCreate(enf Enforcer, lc *libcontainer.Container, a *admissi
 		return
 	}
 	if a.newZone {
-		e.dropEmptyZone(enf, a.zone.Name)
+		if _, err := e.dropEmptyZone(enf, a.zone.Name); err != nil {
+			logrus.Warnf("remove zone %s after failed create: %v", a.zone.Name, err)
+		}
 	}
 	if _, err := e.uninstallIfNoZones(enf); err != nil {
 		logrus.Warnf("remove kernel programs after failed create: %v", err)

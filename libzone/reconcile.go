@@ -200,6 +200,29 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		live[r.CgroupID] = z.ID
 	}
 
+	// A zone made for one container that has no members: its delete was
+	// killed between removing the record and removing the zone, or its
+	// container's record went with the boot it was created in.
+	// (A member removed above took such a zone with it.)
+	hadMembers := map[string]bool{}
+	for _, r := range recs {
+		hadMembers[r.Zone] = true
+	}
+	kept := zones[:0]
+	for _, z := range zones {
+		if z.Implicit && !hadMembers[z.Name] {
+			dropped, err := e.dropEmptyZone(enf, z.Name)
+			if err != nil {
+				errs = append(errs, err)
+			} else if dropped {
+				note("removed zone %s: it was made for one container and has no members left", z.Name)
+				continue
+			}
+		}
+		kept = append(kept, z)
+	}
+	zones = kept
+
 	// State without a record: a container nothing enforces. Kill it.
 	entries, err := os.ReadDir(e.root)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -226,13 +249,24 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		} else if err != nil {
 			continue
 		}
-		if err := c.kill(); err != nil {
+		status, err := c.Status()
+		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if status != "stopped" {
+			if err := c.kill(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := c.lc.Destroy(); err != nil {
 			errs = append(errs, err)
 		}
-		note("killed and removed container %s: it had no record, so no zone enforced it", ent.Name())
+		if status == "stopped" {
+			note("removed stopped container %s: it had no record (it ran in an earlier boot, or its create died)", ent.Name())
+		} else {
+			note("killed and removed container %s: it had no record, so no zone enforced it", ent.Name())
+		}
 	}
 
 	// Kernel: every zone's policy again, then what nobody owns.

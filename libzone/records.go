@@ -170,8 +170,9 @@ func (e *Engine) memberZone(id string) (*zone.Zone, error) {
 	return z, nil
 }
 
-// dropEmptyZone deletes a zone and its kernel state if it has no members.
-func (e *Engine) dropEmptyZone(enf Enforcer, name string) {
+// dropEmptyZone deletes a zone and its kernel state if it has no members,
+// and reports whether it did.
+func (e *Engine) dropEmptyZone(enf Enforcer, name string) (bool, error) {
 	var gone *zone.Zone
 	var net zoneNet
 	err := e.store.Update(func(tx *zone.Tx) error {
@@ -186,10 +187,11 @@ func (e *Engine) dropEmptyZone(enf Enforcer, name string) {
 		net, err = deleteZone(tx, name)
 		return err
 	})
+	if errors.Is(err, zone.ErrNotFound) {
+		return false, nil
+	}
 	if err == nil && gone != nil {
 		err = errors.Join(enf.Remove(gone), e.unplugZone(nil, net, false))
 	}
-	if err != nil && !errors.Is(err, zone.ErrNotFound) {
-		logrus.Warnf("remove zone %s after failed create: %v", name, err)
-	}
+	return gone != nil, err
 }

@@ -3,6 +3,7 @@
 // per-zone deny-event log.
 //
 // Nothing here touches the kernel. The only side effects are files under the
-// runtime root: <root>/rauha.db and <root>/events/. Kernel enforcement lives
+// runtime root: <root>/rauha.db, <root>/containers-<boot id>.db and
+// <root>/events/. Kernel enforcement lives
 // behind libzone's Enforcer, which consumes the types defined here.
 package zone

@@ -143,30 +143,64 @@ func (tx *Tx) Subnet(zone string) (netip.Prefix, bool) { return tx.subnetIn(buck
 func (tx *Tx) Subnets() map[string]netip.Prefix { return tx.subnetsIn(bucketSubnets) }
 
 // subnetIn reads zone's subnet from bucket (bucketSubnets or
-// bucketSubnets6).
+// bucketSubnets6) of either file.
 func (tx *Tx) subnetIn(bucket []byte, zone string) (netip.Prefix, bool) {
-	b := tx.bucket(bucket)
-	if b == nil {
-		return netip.Prefix{}, false
+	for _, implicit := range []bool{true, false} {
+		if b := tx.bucketOf(implicit, bucket); b != nil {
+			if p, err := netip.ParsePrefix(string(b.Get([]byte(zone)))); err == nil {
+				return p, true
+			}
+		}
 	}
-	p, err := netip.ParsePrefix(string(b.Get([]byte(zone))))
-	return p, err == nil
+	return netip.Prefix{}, false
 }
 
-// subnetsIn reads every zone's subnet from bucket.
+// subnetsIn reads every zone's subnet from bucket of both files.
 func (tx *Tx) subnetsIn(bucket []byte) map[string]netip.Prefix {
 	out := map[string]netip.Prefix{}
-	b := tx.bucket(bucket)
-	if b == nil {
-		return out
-	}
-	_ = b.ForEach(func(k, v []byte) error {
-		if p, err := netip.ParsePrefix(string(v)); err == nil {
-			out[string(k)] = p
+	for _, implicit := range []bool{true, false} {
+		b := tx.bucketOf(implicit, bucket)
+		if b == nil {
+			continue
 		}
-		return nil
-	})
+		_ = b.ForEach(func(k, v []byte) error {
+			if p, err := netip.ParsePrefix(string(v)); err == nil {
+				out[string(k)] = p
+			}
+			return nil
+		})
+	}
 	return out
+}
+
+// putSubnet stores zone's new subnet in bucket of the zone's file.
+func (tx *Tx) putSubnet(bucket []byte, zone string, p netip.Prefix) error {
+	_, implicit, err := tx.findZone(zone)
+	if err != nil {
+		return err
+	}
+	b, err := tx.bucketOfToChange(implicit, bucket)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(zone), []byte(p.String()))
+}
+
+// deleteSubnet removes zone's subnet from bucket of whichever file has it.
+func (tx *Tx) deleteSubnet(bucket []byte, zone string) error {
+	for _, implicit := range []bool{true, false} {
+		if b := tx.bucketOf(implicit, bucket); b == nil || b.Get([]byte(zone)) == nil {
+			continue
+		}
+		b, err := tx.bucketOfToChange(implicit, bucket)
+		if err != nil {
+			return err
+		}
+		if err := b.Delete([]byte(zone)); err != nil {
+			return err
+		}
+	}
+	return tx.err
 }
 
 // Lease gives container c (stored next, in the same transaction) an
@@ -176,20 +210,23 @@ func (tx *Tx) subnetsIn(bucket []byte) map[string]netip.Prefix {
 // that overlaps it and hostTaken (the host's own routes) does not claim
 // it. It also reserves c's published ports.
 func (tx *Tx) Lease(c *Container, want string, hostTaken func(netip.Prefix) bool) error {
-	subnets, err := tx.writableBucket(bucketSubnets)
-	if err != nil {
-		return err
+	if !tx.writable {
+		return errors.New("state database: write in a read-only transaction (use Store.Update)")
 	}
 	subnet, ok := tx.Subnet(c.Zone)
 	if !ok {
+		var err error
 		if subnet, err = tx.pickSubnet(c.Zone, want, hostTaken); err != nil {
 			return err
 		}
-		if err := subnets.Put([]byte(c.Zone), []byte(subnet.String())); err != nil {
+		if err := tx.putSubnet(bucketSubnets, c.Zone, subnet); err != nil {
 			return fmt.Errorf("zone %q: store subnet: %w", c.Zone, err)
 		}
 	}
-	leases := tx.tx.Bucket(bucketLeases)
+	leases, err := tx.writableBucket(bucketLeases)
+	if err != nil {
+		return err
+	}
 	gw := Gateway(subnet)
 	for a := gw.Next(); subnet.Contains(a) && subnet.Contains(a.Next()); a = a.Next() {
 		k := leaseKey(c.Zone, a)
@@ -258,7 +295,10 @@ func (tx *Tx) pickSubnet(zone, want string, hostTaken func(netip.Prefix) bool) (
 }
 
 func (tx *Tx) reservePorts(c *Container) error {
-	ports := tx.tx.Bucket(bucketPorts)
+	ports, err := tx.writableBucket(bucketPorts)
+	if err != nil {
+		return err
+	}
 	for _, p := range c.Ports {
 		if owner := ports.Get(portKey(p)); owner != nil && string(owner) != c.ID {
 			return fmt.Errorf("container %q: host port %d/%s is already published by container %q", c.ID, p.HostPort, p.Protocol, owner)
@@ -273,7 +313,7 @@ func (tx *Tx) reservePorts(c *Container) error {
 // releaseLease frees what Lease gave container c.
 func (tx *Tx) releaseLease(c *Container) error {
 	if c.Lease != nil {
-		if b := tx.tx.Bucket(bucketLeases); b != nil {
+		if b := tx.changing(bucketLeases); b != nil {
 			if err := b.Delete(leaseKey(c.Zone, c.Lease.Address.Addr())); err != nil {
 				return fmt.Errorf("container %q: free lease: %w", c.ID, err)
 			}
@@ -282,7 +322,7 @@ func (tx *Tx) releaseLease(c *Container) error {
 	if err := tx.releaseLease6(c); err != nil {
 		return err
 	}
-	if b := tx.tx.Bucket(bucketPorts); b != nil {
+	if b := tx.changing(bucketPorts); b != nil {
 		for _, p := range c.Ports {
 			if string(b.Get(portKey(p))) == c.ID {
 				if err := b.Delete(portKey(p)); err != nil {
@@ -297,10 +337,8 @@ func (tx *Tx) releaseLease(c *Container) error {
 // releaseSubnet frees a deleted zone's subnet (its members, and so their
 // leases, are gone first).
 func (tx *Tx) releaseSubnet(zone string) error {
-	if b := tx.tx.Bucket(bucketSubnets); b != nil {
-		if err := b.Delete([]byte(zone)); err != nil {
-			return fmt.Errorf("zone %q: free subnet: %w", zone, err)
-		}
+	if err := tx.deleteSubnet(bucketSubnets, zone); err != nil {
+		return fmt.Errorf("zone %q: free subnet: %w", zone, err)
 	}
 	return tx.releaseSubnet6(zone)
 }

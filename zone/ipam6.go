@@ -3,6 +3,7 @@ package zone
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -73,20 +74,23 @@ func (tx *Tx) Subnets6() map[string]netip.Prefix { return tx.subnetsIn(bucketSub
 // the first /64 of pool that no other zone holds and hostTaken does not
 // claim.
 func (tx *Tx) Lease6(c *Container, want string, pool netip.Prefix, hostTaken func(netip.Prefix) bool) error {
-	subnets, err := tx.writableBucket(bucketSubnets6)
-	if err != nil {
-		return err
+	if !tx.writable {
+		return errors.New("state database: write in a read-only transaction (use Store.Update)")
 	}
 	subnet, ok := tx.Subnet6(c.Zone)
 	if !ok {
+		var err error
 		if subnet, err = tx.pickSubnet6(c.Zone, want, pool, hostTaken); err != nil {
 			return err
 		}
-		if err := subnets.Put([]byte(c.Zone), []byte(subnet.String())); err != nil {
+		if err := tx.putSubnet(bucketSubnets6, c.Zone, subnet); err != nil {
 			return fmt.Errorf("zone %q: store IPv6 subnet: %w", c.Zone, err)
 		}
 	}
-	leases := tx.tx.Bucket(bucketLeases)
+	leases, err := tx.writableBucket(bucketLeases)
+	if err != nil {
+		return err
+	}
 	gw := Gateway(subnet)
 	// A wide subnet is never searched to its end: 2^16 addresses taken in
 	// a row means something else is wrong.
@@ -133,7 +137,7 @@ func (tx *Tx) releaseLease6(c *Container) error {
 	if c.Lease6 == nil {
 		return nil
 	}
-	if b := tx.tx.Bucket(bucketLeases); b != nil {
+	if b := tx.changing(bucketLeases); b != nil {
 		if err := b.Delete(leaseKey(c.Zone, c.Lease6.Address.Addr())); err != nil {
 			return fmt.Errorf("container %q: free IPv6 lease: %w", c.ID, err)
 		}
@@ -143,10 +147,8 @@ func (tx *Tx) releaseLease6(c *Container) error {
 
 // releaseSubnet6 frees a deleted zone's IPv6 subnet.
 func (tx *Tx) releaseSubnet6(zone string) error {
-	if b := tx.tx.Bucket(bucketSubnets6); b != nil {
-		if err := b.Delete([]byte(zone)); err != nil {
-			return fmt.Errorf("zone %q: free IPv6 subnet: %w", zone, err)
-		}
+	if err := tx.deleteSubnet(bucketSubnets6, zone); err != nil {
+		return fmt.Errorf("zone %q: free IPv6 subnet: %w", zone, err)
 	}
 	return nil
 }

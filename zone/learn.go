@@ -89,7 +89,12 @@ func (tx *Tx) RecordObservations(zone string, obs []Observation) (dropped int, e
 	if !tx.writable {
 		return 0, errors.New("state database: write in a read-only transaction (use Store.Update)")
 	}
-	top, err := tx.tx.CreateBucketIfNotExists(bucketObservations)
+	zones := tx.zonesTx()
+	if zones == nil {
+		return 0, tx.err
+	}
+	tx.zones.dirty = true
+	top, err := zones.CreateBucketIfNotExists(bucketObservations)
 	if err != nil {
 		return 0, fmt.Errorf("zone %q: observations: %w", zone, err)
 	}
@@ -151,11 +156,10 @@ func (tx *Tx) DeleteObservations(zone string) error {
 	if !tx.writable {
 		return errors.New("state database: write in a read-only transaction (use Store.Update)")
 	}
-	top := tx.tx.Bucket(bucketObservations)
-	if top == nil || top.Bucket([]byte(zone)) == nil {
+	if top := tx.bucket(bucketObservations); top == nil || top.Bucket([]byte(zone)) == nil {
 		return nil
 	}
-	if err := top.DeleteBucket([]byte(zone)); err != nil {
+	if err := tx.changing(bucketObservations).DeleteBucket([]byte(zone)); err != nil {
 		return fmt.Errorf("zone %q: delete observations: %w", zone, err)
 	}
 	return nil

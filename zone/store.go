@@ -2,6 +2,7 @@ package zone
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,17 +28,25 @@ import (
 // members decoded every container record, so create, delete and zone list
 // slowed down with the number of containers. Version 3 keeps every zone id
 // at or below MaxZoneID: earlier versions handed out ids above it once a
-// root had seen 1023 zones, which the kernel refused. An older database is
-// migrated by the first Update (prepare).
-const SchemaVersion = 3
+// root had seen 1023 zones, which the kernel refused. Version 4 moved the
+// containers' buckets into a file of their own, one per boot (see Store).
+// An older database is migrated by the first Update (prepare).
+const SchemaVersion = 4
 
 // MaxZoneID is the highest zone id. The kernel's maps are arrays indexed by
 // it (bpf.MaxZones is MaxZoneID+1, a test in libzone checks it), zone 0
 // being the host, so at most MaxZoneID zones exist at once in a root.
 const MaxZoneID = 1023
 
-// DBName is the state database's file name under the runtime root.
+// DBName is the zones file's name under the runtime root.
 const DBName = "rauha.db"
+
+// The containers file of a boot is <root>/containers-<boot id>.db.
+const (
+	containersPrefix = "containers-"
+	containersSuffix = ".db"
+	bootIDFile       = "/proc/sys/kernel/random/boot_id"
+)
 
 // DefaultLockTimeout bounds how long an operation waits for another rauha
 // process to release the database.
@@ -44,9 +54,7 @@ const DefaultLockTimeout = 10 * time.Second
 
 // Keys of the meta bucket.
 const (
-	MetaSchemaVersion         = "schema_version"
-	MetaBootID                = "boot_id"
-	MetaEnforcementGeneration = "enforcement_generation"
+	MetaSchemaVersion = "schema_version"
 )
 
 var (
@@ -111,16 +119,29 @@ type Container struct {
 	Created time.Time `json:"created"`
 }
 
-// Store is the bbolt state database at <root>/rauha.db. There is no daemon and
-// many rauha processes run at once, so every Update or View opens the file,
-// runs one short transaction and closes it again: never keep a transaction
-// open across a container start.
+// Store is rauha's state: two bbolt files in the runtime root, opened by
+// every Update or View as the transaction needs them. There is no daemon and
+// many rauha processes run at once, so every Update or View takes the
+// root's lock, runs one short transaction and closes the files again: never
+// keep a transaction open across a container start.
+//
+// <root>/rauha.db holds what outlives the containers: zones, their kernel
+// ids, subnets and learning recordings. Each of its commits is synced to
+// disk. <root>/containers-<boot id>.db holds what lives only as long as the
+// containers of one boot: their records, the zone member index, leases and
+// published ports. Its commits are not synced: a rauha process that dies
+// loses nothing (its writes are in the page cache), and only a crash of the
+// kernel or a power loss, after which every container of that boot is gone
+// anyway, can leave the file torn. It is named after the boot, so such a
+// file is never opened again: the first write of a new boot removes it.
 type Store struct {
 	root    string
 	timeout time.Duration
 	// mu queues this process's goroutines in memory, so that only one of
 	// them at a time waits in the kernel for the root lock.
 	mu sync.Mutex
+	// bootID names the containers file; read once, under mu.
+	bootID string
 }
 
 // OpenStore returns the store for a runtime root. It does not touch the file
@@ -135,8 +156,24 @@ func (s *Store) WithLockTimeout(d time.Duration) *Store {
 	return &Store{root: s.root, timeout: d}
 }
 
-// Path is the database file.
+// Path is the zones file, rauha.db.
 func (s *Store) Path() string { return filepath.Join(s.root, DBName) }
+
+// containersPath is this boot's containers file.
+func (s *Store) containersPath() (string, error) {
+	if s.bootID == "" {
+		raw, err := os.ReadFile(bootIDFile)
+		if err != nil {
+			return "", fmt.Errorf("read the boot id, which names the containers file: %w", err)
+		}
+		id := strings.TrimSpace(string(raw))
+		if ValidateName("boot id", id) != nil {
+			return "", fmt.Errorf("%s holds %q, not a boot id", bootIDFile, raw)
+		}
+		s.bootID = id
+	}
+	return filepath.Join(s.root, containersPrefix+s.bootID+containersSuffix), nil
+}
 
 // Exists tells whether the database holds anything: false until the first
 // Update of a root has written it. Without the lock it can only be a hint:
@@ -147,7 +184,8 @@ func (s *Store) Exists() bool {
 }
 
 // Update runs fn in one read-write transaction, creating the root directory
-// (0700) and the database if needed. The transaction commits if fn returns nil.
+// (0700) and the files it needs. The transaction commits if fn returns nil:
+// the containers file first, then the zones file.
 func (s *Store) Update(fn func(tx *Tx) error) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,27 +197,34 @@ func (s *Store) Update(fn func(tx *Tx) error) (err error) {
 		return err
 	}
 	defer unlock()
-	db, err := s.open(false)
-	if err != nil {
-		return err
+	tx := &Tx{s: s, writable: true}
+	defer func() { err = errors.Join(err, tx.close()) }()
+	// A file that could not be opened read as empty: fn's own error may
+	// come from that, so the cause goes first.
+	if err := fn(tx); tx.err != nil || err != nil {
+		return cmp.Or(tx.err, err)
 	}
-	defer func() {
-		if cerr := db.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close state database %s: %w", s.Path(), cerr)
+	// Containers first: a process killed between the two commits leaves
+	// a record whose zone is not stored yet (a create that had not begun:
+	// reconcile removes it) or an implicit zone without members (a delete:
+	// reconcile removes it), never a lost record.
+	for _, f := range []*dbFile{&tx.containers, &tx.zones} {
+		if f.tx == nil || !f.dirty {
+			continue // close rolls it back
 		}
-	}()
-	return db.Update(func(btx *bolt.Tx) error {
-		if err := s.prepare(btx); err != nil {
-			return err
+		err := f.tx.Commit()
+		f.tx = nil
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", f.db.Path(), err)
 		}
-		return fn(&Tx{tx: btx, writable: true})
-	})
+	}
+	return nil
 }
 
-// View runs fn in one read-only transaction. When the database does not exist
-// yet it creates nothing: fn sees an empty store. fn holds the same lock as a
-// writer whenever the root exists (with or without a database), so it may
-// rely on no Update running until it returns.
+// View runs fn in one read-only transaction. A file that does not exist yet
+// reads as empty, and nothing is created. fn holds the same lock as a writer
+// whenever the root exists, so it may rely on no Update running until it
+// returns.
 func (s *Store) View(fn func(tx *Tx) error) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,31 +236,10 @@ func (s *Store) View(fn func(tx *Tx) error) (err error) {
 		return err
 	}
 	defer unlock()
-	// Under the lock a zero-size file can only be left by an Update that
-	// died between creating and initialising it; it holds nothing, and a
-	// read-only bbolt open would fail on it.
-	info, err := os.Stat(s.Path())
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && info.Size() == 0) {
-		return fn(&Tx{})
-	}
-	if err != nil {
-		return fmt.Errorf("state database: %w", err)
-	}
-	db, err := s.open(true)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := db.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close state database %s: %w", s.Path(), cerr)
-		}
-	}()
-	return db.View(func(btx *bolt.Tx) error {
-		if err := s.checkSchema(btx); err != nil {
-			return err
-		}
-		return fn(&Tx{tx: btx})
-	})
+	tx := &Tx{s: s}
+	defer func() { err = errors.Join(err, tx.close()) }()
+	err = fn(tx)
+	return cmp.Or(tx.err, err)
 }
 
 // lock takes an exclusive flock on the root directory for one transaction;
@@ -256,42 +280,87 @@ func (s *Store) lock() (func(), error) {
 	}
 }
 
-func (s *Store) open(readOnly bool) (*bolt.DB, error) {
-	db, err := bolt.Open(s.Path(), 0o600, &bolt.Options{Timeout: s.timeout, ReadOnly: readOnly})
+func (s *Store) open(path string, readOnly, noSync bool) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: s.timeout, ReadOnly: readOnly, NoSync: noSync, NoGrowSync: noSync})
 	if errors.Is(err, bolt.ErrTimeout) {
 		// Every rauha process takes the root lock first, so the holder is
 		// some other program with the database open.
 		return nil, fmt.Errorf("%w: %s is held by %s for more than %s; retry when it has finished",
-			ErrLocked, s.Path(), lockHolders(s.Path()), s.timeout)
+			ErrLocked, path, lockHolders(path), s.timeout)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open state database %s: %w", s.Path(), err)
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
 	return db, nil
 }
 
-// prepare creates the buckets of a new database, migrates an older schema
-// and refuses one written by a newer rauha.
-func (s *Store) prepare(btx *bolt.Tx) error {
-	if err := s.checkSchema(btx); err != nil {
+// prepare creates the buckets of a new zones file, migrates an older
+// schema and refuses one written by a newer rauha.
+func (tx *Tx) prepare(btx *bolt.Tx) error {
+	s := tx.s
+	if err := checkSchema(btx, s.Path()); err != nil {
 		return err
 	}
-	for _, name := range [][]byte{bucketMeta, bucketZones, bucketContainers, bucketZoneIDs, bucketZoneMembers, bucketSubnets, bucketSubnets6, bucketLeases, bucketPorts} {
+	for _, name := range [][]byte{bucketMeta, bucketZones, bucketZoneIDs, bucketSubnets, bucketSubnets6} {
 		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s in %s: %w", name, s.Path(), err)
 		}
 	}
 	meta := btx.Bucket(bucketMeta)
-	if string(meta.Get([]byte(MetaSchemaVersion))) == strconv.Itoa(SchemaVersion) {
+	version := string(meta.Get([]byte(MetaSchemaVersion)))
+	if version == strconv.Itoa(SchemaVersion) {
 		return nil
 	}
-	if err := buildIndexes(btx); err != nil {
-		return fmt.Errorf("migrate %s to schema version %d: %w", s.Path(), SchemaVersion, err)
+	tx.zones.dirty = true
+	if version != "3" {
+		// Before schema 4 the containers' buckets were in this file (a
+		// new file has none); the migrations of schemas 1 and 2 index
+		// them there.
+		if btx.Bucket(bucketContainers) != nil {
+			if _, err := btx.CreateBucketIfNotExists(bucketZoneMembers); err != nil {
+				return fmt.Errorf("create bucket %s in %s: %w", bucketZoneMembers, s.Path(), err)
+			}
+		}
+		if err := buildIndexes(btx); err != nil {
+			return fmt.Errorf("migrate %s to schema version %d: %w", s.Path(), SchemaVersion, err)
+		}
+		if err := renumberZones(btx); err != nil {
+			return fmt.Errorf("migrate %s to schema version %d: %w", s.Path(), SchemaVersion, err)
+		}
 	}
-	if err := renumberZones(btx); err != nil {
+	if err := tx.moveContainers(btx); err != nil {
 		return fmt.Errorf("migrate %s to schema version %d: %w", s.Path(), SchemaVersion, err)
 	}
 	return meta.Put([]byte(MetaSchemaVersion), []byte(strconv.Itoa(SchemaVersion)))
+}
+
+// moveContainers moves the containers' buckets of a zones file written
+// before schema 4 into this boot's containers file. A process killed after
+// the containers file committed and before the zones file did leaves them
+// in both; the next Update copies them again.
+func (tx *Tx) moveContainers(zones *bolt.Tx) error {
+	if zones.Bucket(bucketContainers) == nil {
+		return nil
+	}
+	ctx := tx.containersTx()
+	if ctx == nil {
+		return tx.err
+	}
+	tx.containers.dirty = true
+	for _, name := range containerBuckets {
+		from := zones.Bucket(name)
+		if from == nil {
+			continue
+		}
+		to := ctx.Bucket(name)
+		if err := from.ForEach(func(k, v []byte) error { return to.Put(k, v) }); err != nil {
+			return fmt.Errorf("copy bucket %s: %w", name, err)
+		}
+		if err := zones.DeleteBucket(name); err != nil {
+			return fmt.Errorf("remove bucket %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // renumberZones gives a zone whose id is above MaxZoneID a free one. Such a
@@ -303,13 +372,12 @@ func renumberZones(btx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	tx := &Tx{tx: btx, writable: true}
 	for _, z := range zones {
 		if err := ids.Delete(zoneIDKey(z.ID)); err != nil {
 			return fmt.Errorf("zone %q: unindex kernel id %d: %w", z.Name, z.ID, err)
 		}
 		z.ID = 0
-		if err := tx.assignZoneID(b, &z); err != nil {
+		if err := assignZoneID(b, func(id uint32) []byte { return ids.Get(zoneIDKey(id)) }, &z); err != nil {
 			return fmt.Errorf("zone %q: %w", z.Name, err)
 		}
 		if err := ids.Put(zoneIDKey(z.ID), []byte(z.Name)); err != nil {
@@ -351,7 +419,8 @@ func zoneIDKey(id uint32) []byte { return binary.BigEndian.AppendUint32(nil, id)
 
 func memberKey(zone, id string) []byte { return []byte(zone + "\x00" + id) }
 
-func (s *Store) checkSchema(btx *bolt.Tx) error {
+// checkSchema refuses a file (at path) written by a newer rauha.
+func checkSchema(btx *bolt.Tx, path string) error {
 	meta := btx.Bucket(bucketMeta)
 	if meta == nil {
 		return nil
@@ -362,10 +431,10 @@ func (s *Store) checkSchema(btx *bolt.Tx) error {
 	}
 	v, err := strconv.Atoi(string(raw))
 	if err != nil || v < 1 {
-		return fmt.Errorf("state database %s has an unreadable schema version %q; it was not written by rauha", s.Path(), raw)
+		return fmt.Errorf("state database %s has an unreadable schema version %q; it was not written by rauha", path, raw)
 	}
 	if v > SchemaVersion {
-		return fmt.Errorf("state database %s has schema version %d, but this rauha understands only up to %d: use the newer rauha binary that wrote it, or a different --root", s.Path(), v, SchemaVersion)
+		return fmt.Errorf("state database %s has schema version %d, but this rauha understands only up to %d: use the newer rauha binary that wrote it, or a different --root", path, v, SchemaVersion)
 	}
 	return nil
 }
@@ -403,34 +472,338 @@ func lockHolders(path string) string {
 	return strings.Join(holders, ", ")
 }
 
-// Tx is one transaction. A Tx from View on a database that does not exist has
-// no bbolt transaction and reads as empty.
+// Tx is one transaction over the zones file and this boot's containers
+// file, each opened when the transaction first uses one of its buckets. A
+// Tx from View on a root that does not exist reads as empty.
 type Tx struct {
-	tx       *bolt.Tx
+	s        *Store // nil: nothing to read
 	writable bool
+	zones    dbFile
+	// containers is this boot's containers file; in a View of a root
+	// whose zones file was written before schema 4 and not migrated yet,
+	// the containers' buckets are read from the zones file (legacy).
+	containers dbFile
+	legacy     bool
+	// err is the first failure to open a file: every write refuses, and
+	// Update and View return it.
+	err error
+}
+
+// dbFile is one of a transaction's files, opened at most once, and
+// committed only when something in it changed: bbolt writes and syncs an
+// unchanged transaction too.
+type dbFile struct {
+	opened bool
+	dirty  bool
+	db     *bolt.DB
+	tx     *bolt.Tx
+}
+
+// containerBuckets are the buckets of the containers file.
+var containerBuckets = [][]byte{bucketContainers, bucketZoneMembers, bucketLeases, bucketPorts}
+
+func isContainerBucket(name []byte) bool {
+	return slices.ContainsFunc(containerBuckets, func(b []byte) bool { return bytes.Equal(b, name) })
 }
 
 func (tx *Tx) bucket(name []byte) *bolt.Bucket {
-	if tx.tx == nil {
+	var btx *bolt.Tx
+	if isContainerBucket(name) {
+		btx = tx.containersTx()
+	} else {
+		btx = tx.zonesTx()
+	}
+	if btx == nil {
 		return nil
 	}
-	return tx.tx.Bucket(name)
+	return btx.Bucket(name)
 }
 
 func (tx *Tx) writableBucket(name []byte) (*bolt.Bucket, error) {
 	if !tx.writable {
 		return nil, errors.New("state database: write in a read-only transaction (use Store.Update)")
 	}
-	return tx.tx.Bucket(name), nil
+	b := tx.changing(name)
+	if tx.err != nil {
+		return nil, tx.err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("state database: bucket %s is missing", name)
+	}
+	return b, nil
+}
+
+// changing returns bucket name (nil when it does not exist) for a write,
+// which its file's commit then includes. Only for writable transactions.
+func (tx *Tx) changing(name []byte) *bolt.Bucket {
+	b := tx.bucket(name)
+	if b == nil {
+		return nil
+	}
+	if isContainerBucket(name) {
+		tx.containers.dirty = true
+	} else {
+		tx.zones.dirty = true
+	}
+	return b
+}
+
+// zonesTx returns the transaction on the zones file, opening it (and, in an
+// Update, preparing it) on first use; nil when there is nothing to read or
+// it could not be opened (tx.err).
+func (tx *Tx) zonesTx() *bolt.Tx {
+	f := &tx.zones
+	if f.opened || tx.s == nil || tx.err != nil {
+		return f.tx
+	}
+	f.opened = true
+	path := tx.s.Path()
+	if !tx.writable {
+		// Under the lock a zero-size file can only be left by an Update
+		// that died between creating and initialising it; it holds
+		// nothing, and a read-only bbolt open would fail on it.
+		info, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && info.Size() == 0) {
+			return nil
+		} else if err != nil {
+			tx.err = fmt.Errorf("state database: %w", err)
+			return nil
+		}
+	}
+	if err := tx.begin(f, path, false); err != nil {
+		tx.err = err
+		return nil
+	}
+	if err := tx.zonesReady(); err != nil {
+		tx.err = err
+		return nil
+	}
+	return f.tx
+}
+
+func (tx *Tx) zonesReady() error {
+	if !tx.writable {
+		return checkSchema(tx.zones.tx, tx.s.Path())
+	}
+	return tx.prepare(tx.zones.tx)
+}
+
+// containersTx is zonesTx for this boot's containers file. The first
+// Update of a boot creates it, removes the files of earlier boots and
+// moves the containers' buckets of an older zones file into it.
+func (tx *Tx) containersTx() *bolt.Tx {
+	f := &tx.containers
+	if f.opened || tx.s == nil || tx.err != nil {
+		if tx.legacy {
+			return tx.zones.tx
+		}
+		return f.tx
+	}
+	f.opened = true
+	path, err := tx.s.containersPath()
+	if err != nil {
+		tx.err = err
+		return nil
+	}
+	info, err := os.Stat(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		tx.err = fmt.Errorf("state database: %w", err)
+		return nil
+	}
+	if (err != nil || info.Size() == 0) && !tx.writable {
+		return tx.legacyContainers()
+	}
+	if err := tx.begin(f, path, true); err != nil {
+		tx.err = err
+		return nil
+	}
+	if err := checkSchema(f.tx, path); err != nil {
+		tx.err = err
+		return nil
+	}
+	if f.tx.Bucket(bucketMeta) != nil {
+		return f.tx
+	}
+	// Not written in this boot yet (or its first Update failed).
+	if !tx.writable {
+		return tx.legacyContainers()
+	}
+	f.dirty = true
+	if err := initContainersFile(f.tx); err != nil {
+		tx.err = fmt.Errorf("%s: %w", path, err)
+		return nil
+	}
+	if err := tx.s.removeOtherBoots(path); err != nil {
+		tx.err = err
+		return nil
+	}
+	// Preparing the zones file moves what an older one holds.
+	if tx.zonesTx(); tx.err != nil {
+		return nil
+	}
+	return f.tx
+}
+
+// legacyContainers is where a View reads the containers' buckets when this
+// boot has not written its containers file: from a zones file written
+// before schema 4 that no Update has migrated yet, or nowhere.
+func (tx *Tx) legacyContainers() *bolt.Tx {
+	if z := tx.zonesTx(); z != nil && z.Bucket(bucketContainers) != nil {
+		tx.legacy = true
+		return z
+	}
+	return nil
+}
+
+// initContainersFile creates the buckets of a new containers file and
+// records its schema, which a rauha that knows only an older one refuses.
+func initContainersFile(btx *bolt.Tx) error {
+	for _, name := range append([][]byte{bucketMeta, bucketZones, bucketZoneIDs, bucketSubnets, bucketSubnets6}, containerBuckets...) {
+		if _, err := btx.CreateBucket(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	return btx.Bucket(bucketMeta).Put([]byte(MetaSchemaVersion), []byte(strconv.Itoa(SchemaVersion)))
+}
+
+// begin opens a file and starts the transaction's part on it.
+func (tx *Tx) begin(f *dbFile, path string, noSync bool) error {
+	db, err := tx.s.open(path, !tx.writable, noSync)
+	if err != nil {
+		return err
+	}
+	btx, err := db.Begin(tx.writable)
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("begin a transaction on %s: %w", path, err)
+	}
+	f.db, f.tx = db, btx
+	return nil
+}
+
+// close rolls back what was not committed and closes the files.
+func (tx *Tx) close() error {
+	var errs []error
+	for _, f := range []*dbFile{&tx.containers, &tx.zones} {
+		if f.tx != nil {
+			_ = f.tx.Rollback()
+			f.tx = nil
+		}
+		if f.db != nil {
+			if err := f.db.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close state database %s: %w", f.db.Path(), err))
+			}
+			f.db = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeOtherBoots removes the containers files of earlier boots: their
+// containers are gone, and a file not synced before a crash may be torn.
+func (s *Store) removeOtherBoots(keep string) error {
+	old, err := filepath.Glob(filepath.Join(s.root, containersPrefix+"*"+containersSuffix))
+	if err != nil {
+		return fmt.Errorf("list containers files: %w", err)
+	}
+	for _, p := range old {
+		if p == keep {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the containers file of an earlier boot: %w", err)
+		}
+	}
+	return nil
+}
+
+// A zone's record, its kernel id's index and a bridged zone's subnets are
+// in one of two files: a zone made for one container (Implicit) lives
+// exactly as long as that container, so it is in the containers file beside
+// it, and a container that runs in a zone of its own (every container
+// without a zone annotation) writes no synced file; every other zone is in
+// rauha.db. Names, kernel ids and subnets are unique across both.
+
+// bucketOf returns bucket name of the containers file (implicit) or of
+// rauha.db, for the buckets both files have; nil when the file or the
+// bucket is absent.
+func (tx *Tx) bucketOf(implicit bool, name []byte) *bolt.Bucket {
+	if !implicit {
+		return tx.bucket(name)
+	}
+	c := tx.containersTx()
+	if c == nil || tx.legacy {
+		return nil // the legacy file is rauha.db itself
+	}
+	return c.Bucket(name)
+}
+
+// bucketOfToChange is bucketOf for a write, which the file's commit then
+// includes.
+func (tx *Tx) bucketOfToChange(implicit bool, name []byte) (*bolt.Bucket, error) {
+	if !implicit {
+		return tx.writableBucket(name)
+	}
+	if !tx.writable {
+		return nil, errors.New("state database: write in a read-only transaction (use Store.Update)")
+	}
+	c := tx.containersTx()
+	if c == nil {
+		return nil, tx.err
+	}
+	tx.containers.dirty = true
+	b, err := c.CreateBucketIfNotExists(name)
+	if err != nil {
+		return nil, fmt.Errorf("state database: bucket %s of the containers file: %w", name, err)
+	}
+	return b, nil
+}
+
+// zoneBuckets returns the zones and zone_ids buckets of one file.
+func (tx *Tx) zoneBuckets(implicit bool) (zones, ids *bolt.Bucket) {
+	return tx.bucketOf(implicit, bucketZones), tx.bucketOf(implicit, bucketZoneIDs)
+}
+
+// zoneBucketsToChange is zoneBuckets for a write.
+func (tx *Tx) zoneBucketsToChange(implicit bool) (zones, ids *bolt.Bucket, err error) {
+	if zones, err = tx.bucketOfToChange(implicit, bucketZones); err == nil {
+		ids, err = tx.bucketOfToChange(implicit, bucketZoneIDs)
+	}
+	return zones, ids, err
+}
+
+// findZone returns the named zone and whether it is in the containers file.
+func (tx *Tx) findZone(name string) (*Zone, bool, error) {
+	for _, implicit := range []bool{true, false} {
+		zones, _ := tx.zoneBuckets(implicit)
+		var z Zone
+		err := get(zones, "zone", name, &z)
+		if err == nil {
+			return &z, implicit, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, false, err
+		}
+	}
+	return nil, false, fmt.Errorf("zone %q: %w", name, ErrNotFound)
+}
+
+// idOwner returns the zone holding kernel id id in either file, nil if none.
+func (tx *Tx) idOwner(id uint32) []byte {
+	for _, implicit := range []bool{true, false} {
+		if _, ids := tx.zoneBuckets(implicit); ids != nil {
+			if owner := ids.Get(zoneIDKey(id)); owner != nil {
+				return owner
+			}
+		}
+	}
+	return nil
 }
 
 // Zone returns the named zone; the error wraps ErrNotFound if there is none.
 func (tx *Tx) Zone(name string) (*Zone, error) {
-	var z Zone
-	if err := get(tx.bucket(bucketZones), "zone", name, &z); err != nil {
-		return nil, err
-	}
-	return &z, nil
+	z, _, err := tx.findZone(name)
+	return z, err
 }
 
 // PutZone stores z, updating z in place with what the store decides:
@@ -440,19 +813,17 @@ func (tx *Tx) Zone(name string) (*Zone, error) {
 //     kernel maps are keyed by it) and Created, and its Generation is bumped
 //     when the policy's digest changed.
 //
-// The name and the policy are validated first.
+// The name and the policy are validated first. A new zone goes to the
+// containers file when it is Implicit, else to rauha.db; an existing one
+// stays where it is.
 func (tx *Tx) PutZone(z *Zone) error {
-	b, err := tx.writableBucket(bucketZones)
-	if err != nil {
-		return err
-	}
 	if err := ValidateName("zone name", z.Name); err != nil {
 		return err
 	}
 	if err := z.Policy.Validate(); err != nil {
 		return fmt.Errorf("zone %q: invalid policy: %w", z.Name, err)
 	}
-	old, err := tx.Zone(z.Name)
+	old, implicit, err := tx.findZone(z.Name)
 	switch {
 	case err == nil:
 		if z.ID != 0 && z.ID != old.ID {
@@ -463,41 +834,53 @@ func (tx *Tx) PutZone(z *Zone) error {
 			z.Generation++
 		}
 	case errors.Is(err, ErrNotFound):
-		if err := tx.assignZoneID(b, z); err != nil {
+		implicit = z.Implicit
+	default:
+		return err
+	}
+	b, ids, err := tx.zoneBucketsToChange(implicit)
+	if err != nil {
+		return err
+	}
+	if old == nil {
+		if err := assignZoneID(b, tx.idOwner, z); err != nil {
+			return err
+		}
+		// A recording is kept in rauha.db; one left by a zone of this
+		// name that went with its boot is not the new zone's.
+		if err := tx.DeleteObservations(z.Name); err != nil {
 			return err
 		}
 		z.Generation = max(z.Generation, 1)
 		if z.Created.IsZero() {
 			z.Created = time.Now().UTC()
 		}
-		if err := tx.tx.Bucket(bucketZoneIDs).Put(zoneIDKey(z.ID), []byte(z.Name)); err != nil {
+		if err := ids.Put(zoneIDKey(z.ID), []byte(z.Name)); err != nil {
 			return fmt.Errorf("zone %q: index kernel id %d: %w", z.Name, z.ID, err)
 		}
-	default:
-		return err
 	}
 	return put(b, "zone", z.Name, z)
 }
 
 // assignZoneID checks a zone's explicit id, or gives it the first free id
-// after the last one handed out, wrapping from MaxZoneID to 1: the kernel
-// holds no more, and a root sees far more zones over its life than that
-// (every container without a zone annotation has one). Going round means an
-// id comes back only after every other one was handed out since. That is
-// safe even then: deleting a zone removes its id's kernel policy, peers and
-// counters (bpf's DeletePolicy), reconcile removes what a crash left, a new
-// zone withdraws what other zones still grant its id (libzone's
-// Enforcer.Claim) and its first push replaces its own entries before it
-// has a member, and an event older than the zone that now has its id is
-// not put under that zone's name (libzone's Drain).
-func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
-	ids := tx.tx.Bucket(bucketZoneIDs)
+// (owner, of either file, says which are taken) after the last one its
+// file's zones bucket b handed out, wrapping from MaxZoneID to 1: the
+// kernel holds no more, and a root sees far more zones over its life than
+// that (every container without a zone annotation has one). Going round
+// means an id comes back only after every other one was handed out since
+// in that file. That is safe even then: deleting a zone removes its id's
+// kernel policy, peers and counters (bpf's DeletePolicy), reconcile removes
+// what a crash left, a new zone withdraws what other zones still grant its
+// id (libzone's Enforcer.Claim) and its first push replaces its own entries
+// before it has a member, and an event older than the zone that now has
+// its id is not put under that zone's name (libzone's Drain).
+func assignZoneID(b *bolt.Bucket, owner func(uint32) []byte, z *Zone) error {
 	if z.ID != 0 {
 		if z.ID > MaxZoneID {
 			return fmt.Errorf("zone %q: kernel id %d is above the highest, %d", z.Name, z.ID, MaxZoneID)
 		}
-		if owner := ids.Get(zoneIDKey(z.ID)); owner != nil {
-			return fmt.Errorf("zone %q: kernel id %d already belongs to zone %q", z.Name, z.ID, owner)
+		if o := owner(z.ID); o != nil {
+			return fmt.Errorf("zone %q: kernel id %d already belongs to zone %q", z.Name, z.ID, o)
 		}
 		return nil
 	}
@@ -507,7 +890,7 @@ func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
 			return fmt.Errorf("allocate zone id: %w", err)
 		}
 		id := uint32((seq-1)%MaxZoneID) + 1
-		if ids.Get(zoneIDKey(id)) == nil {
+		if owner(id) == nil {
 			z.ID = id
 			return nil
 		}
@@ -517,11 +900,7 @@ func (tx *Tx) assignZoneID(b *bolt.Bucket, z *Zone) error {
 
 // DeleteZone removes a zone that has no member containers.
 func (tx *Tx) DeleteZone(name string) error {
-	b, err := tx.writableBucket(bucketZones)
-	if err != nil {
-		return err
-	}
-	z, err := tx.Zone(name)
+	z, implicit, err := tx.findZone(name)
 	if err != nil {
 		return err
 	}
@@ -542,7 +921,11 @@ func (tx *Tx) DeleteZone(name string) error {
 	if err := tx.releaseSubnet(name); err != nil {
 		return err
 	}
-	if err := tx.tx.Bucket(bucketZoneIDs).Delete(zoneIDKey(z.ID)); err != nil {
+	b, ids, err := tx.zoneBucketsToChange(implicit)
+	if err != nil {
+		return err
+	}
+	if err := ids.Delete(zoneIDKey(z.ID)); err != nil {
 		return fmt.Errorf("zone %q: unindex kernel id %d: %w", name, z.ID, err)
 	}
 	return b.Delete([]byte(name))
@@ -550,17 +933,29 @@ func (tx *Tx) DeleteZone(name string) error {
 
 // Zones returns all zones sorted by name.
 func (tx *Tx) Zones() ([]Zone, error) {
-	return list[Zone](tx.bucket(bucketZones), "zone", nil)
+	var out []Zone
+	for _, implicit := range []bool{true, false} {
+		zones, _ := tx.zoneBuckets(implicit)
+		zs, err := list[Zone](zones, "zone", nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, zs...)
+	}
+	slices.SortFunc(out, func(a, b Zone) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // HasZones reports whether any zone exists, without decoding one.
 func (tx *Tx) HasZones() bool {
-	b := tx.bucket(bucketZones)
-	if b == nil {
-		return false
+	for _, implicit := range []bool{true, false} {
+		if zones, _ := tx.zoneBuckets(implicit); zones != nil {
+			if k, _ := zones.Cursor().First(); k != nil {
+				return true
+			}
+		}
 	}
-	k, _ := b.Cursor().First()
-	return k != nil
+	return false
 }
 
 // Container returns a container record; the error wraps ErrNotFound if there
@@ -583,16 +978,30 @@ func (tx *Tx) PutContainer(c *Container) error {
 	if err := ValidateName("container id", c.ID); err != nil {
 		return err
 	}
-	if _, err := tx.Zone(c.Zone); err != nil {
-		return fmt.Errorf("container %q: %w (store the zone before its containers)", c.ID, err)
+	old, err := tx.Container(c.ID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	// A record that stays in its zone needs no look at the zones file: a
+	// zone with members is not deleted.
+	if old == nil || old.Zone != c.Zone {
+		if _, err := tx.Zone(c.Zone); err != nil {
+			return fmt.Errorf("container %q: %w (store the zone before its containers)", c.ID, err)
+		}
 	}
 	if c.Created.IsZero() {
 		c.Created = time.Now().UTC()
 	}
-	if err := tx.unindexMember(c.ID); err != nil {
+	members, err := tx.writableBucket(bucketZoneMembers)
+	if err != nil {
 		return err
 	}
-	if err := tx.tx.Bucket(bucketZoneMembers).Put(memberKey(c.Zone, c.ID), nil); err != nil {
+	if old != nil {
+		if err := members.Delete(memberKey(old.Zone, c.ID)); err != nil {
+			return fmt.Errorf("container %q: unindex as member of zone %q: %w", c.ID, old.Zone, err)
+		}
+	}
+	if err := members.Put(memberKey(c.Zone, c.ID), nil); err != nil {
 		return fmt.Errorf("container %q: index as member of zone %q: %w", c.ID, c.Zone, err)
 	}
 	return put(b, "container", c.ID, c)
@@ -604,33 +1013,21 @@ func (tx *Tx) DeleteContainer(id string) error {
 	if err != nil {
 		return err
 	}
-	if b.Get([]byte(id)) == nil {
-		return fmt.Errorf("container %q: %w", id, ErrNotFound)
-	}
-	if err := tx.unindexMember(id); err != nil {
-		return err
-	}
-	if old, err := tx.Container(id); err == nil {
-		if err := tx.releaseLease(old); err != nil {
-			return err
-		}
-	}
-	return b.Delete([]byte(id))
-}
-
-// unindexMember removes a stored container's entry from the member index.
-func (tx *Tx) unindexMember(id string) error {
 	old, err := tx.Container(id)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}
-	if err := tx.tx.Bucket(bucketZoneMembers).Delete(memberKey(old.Zone, id)); err != nil {
+	members, err := tx.writableBucket(bucketZoneMembers)
+	if err != nil {
+		return err
+	}
+	if err := members.Delete(memberKey(old.Zone, id)); err != nil {
 		return fmt.Errorf("container %q: unindex as member of zone %q: %w", id, old.Zone, err)
 	}
-	return nil
+	if err := tx.releaseLease(old); err != nil {
+		return err
+	}
+	return b.Delete([]byte(id))
 }
 
 // Containers returns all containers sorted by id.

@@ -1,8 +1,10 @@
 package zone
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,7 +250,7 @@ func TestStoreHasZones(t *testing.T) {
 		}
 		return h
 	}
-	if err := s.Update(func(tx *Tx) error { return tx.SetMeta(MetaBootID, "x") }); err != nil {
+	if err := s.Update(func(tx *Tx) error { return tx.SetMeta("test_key", "x") }); err != nil {
 		t.Fatal(err)
 	}
 	if has() {
@@ -297,25 +299,25 @@ func TestStoreMeta(t *testing.T) {
 		if v, err := tx.Meta(MetaSchemaVersion); err != nil || v != strconv.Itoa(SchemaVersion) {
 			return fmt.Errorf("schema version %q, %v", v, err)
 		}
-		if v, err := tx.Meta(MetaBootID); err != nil || v != "" {
+		if v, err := tx.Meta("test_key"); err != nil || v != "" {
 			return fmt.Errorf("unset meta = %q, %v", v, err)
 		}
 		if err := tx.SetMeta(MetaSchemaVersion, "9"); err == nil {
 			return errors.New("SetMeta changed the schema version")
 		}
-		if err := tx.SetMeta(MetaBootID, "abc"); err != nil {
+		if err := tx.SetMeta("test_key", "abc"); err != nil {
 			return err
 		}
-		return tx.SetMeta(MetaEnforcementGeneration, "3")
+		return tx.SetMeta("generation_of_test", "3")
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = s.View(func(tx *Tx) error {
-		if v, _ := tx.Meta(MetaBootID); v != "abc" {
+		if v, _ := tx.Meta("test_key"); v != "abc" {
 			return fmt.Errorf("boot id = %q", v)
 		}
-		if v, _ := tx.Meta(MetaEnforcementGeneration); v != "3" {
+		if v, _ := tx.Meta("generation_of_test"); v != "3" {
 			return fmt.Errorf("generation = %q", v)
 		}
 		return nil
@@ -351,7 +353,7 @@ func TestStoreViewMissingCreatesNothing(t *testing.T) {
 			if _, err := tx.Container("x"); !errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("Container = %v", err)
 			}
-			if v, err := tx.Meta(MetaBootID); v != "" || err != nil {
+			if v, err := tx.Meta("test_key"); v != "" || err != nil {
 				return fmt.Errorf("Meta = %q, %v", v, err)
 			}
 			if err := tx.SetMeta("k", "v"); err == nil {
@@ -403,11 +405,17 @@ func TestStoreRefusesNewerSchema(t *testing.T) {
 	db.Close()
 	want := fmt.Sprintf("state database %s has schema version %d, but this rauha understands only up to %d: use the newer rauha binary that wrote it, or a different --root", path, SchemaVersion+1, SchemaVersion)
 	s := OpenStore(root)
-	err = s.View(func(*Tx) error { return errors.New("fn ran") })
+	readZones := func(tx *Tx) error {
+		if _, err := tx.Zones(); err != nil {
+			return err
+		}
+		return errors.New("fn went on")
+	}
+	err = s.View(readZones)
 	if err == nil || err.Error() != want {
 		t.Fatalf("View error = %v", err)
 	}
-	err = s.Update(func(*Tx) error { return errors.New("fn ran") })
+	err = s.Update(readZones)
 	if err == nil || err.Error() != want {
 		t.Fatalf("Update error = %v", err)
 	}
@@ -418,11 +426,7 @@ func TestStoreRefusesNewerSchema(t *testing.T) {
 // zone ids taken.
 func TestStoreMigratesSchema1(t *testing.T) {
 	root := t.TempDir()
-	db, err := bolt.Open(filepath.Join(root, DBName), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	writeDB(t, filepath.Join(root, DBName), func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
 			return err
@@ -450,10 +454,6 @@ func TestStoreMigratesSchema1(t *testing.T) {
 		}
 		return meta.Put([]byte(MetaSchemaVersion), []byte("1"))
 	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := OpenStore(root)
 	memberIDs := func(tx *Tx, zone string) string {
 		m, err := tx.Members(zone)
@@ -474,7 +474,7 @@ func TestStoreMigratesSchema1(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Update(func(tx *Tx) error {
+	err := s.Update(func(tx *Tx) error {
 		if v, _ := tx.Meta(MetaSchemaVersion); v != strconv.Itoa(SchemaVersion) {
 			return fmt.Errorf("schema version after Update = %q", v)
 		}
@@ -570,10 +570,11 @@ func TestStoreIndexesFollowChanges(t *testing.T) {
 func TestStoreLockTimeout(t *testing.T) {
 	root := t.TempDir()
 	s := OpenStore(root)
-	if err := s.Update(func(*Tx) error { return nil }); err != nil {
+	if err := s.Update(func(tx *Tx) error { return tx.PutZone(&Zone{Name: "z", Policy: *mustPreset("standard")}) }); err != nil {
 		t.Fatal(err)
 	}
 	short := s.WithLockTimeout(200 * time.Millisecond)
+	readZones := func(tx *Tx) error { _, err := tx.Zones(); return err }
 	// Hold the root lock the way another rauha process would, then bbolt's
 	// file lock the way another program with the database open would.
 	for _, held := range []string{root, s.Path()} {
@@ -586,7 +587,7 @@ func TestStoreLockTimeout(t *testing.T) {
 		}
 		for name, op := range map[string]func(func(*Tx) error) error{"Update": short.Update, "View": short.View} {
 			start := time.Now()
-			err := op(func(*Tx) error { return nil })
+			err := op(readZones)
 			if !errors.Is(err, ErrLocked) {
 				t.Fatalf("%s with %s locked: error = %v, want ErrLocked", name, held, err)
 			}
@@ -600,7 +601,7 @@ func TestStoreLockTimeout(t *testing.T) {
 			}
 		}
 		f.Close() // releases the lock
-		if err := short.View(func(*Tx) error { return nil }); err != nil {
+		if err := short.View(readZones); err != nil {
 			t.Fatalf("after unlock: %v", err)
 		}
 	}
@@ -810,11 +811,7 @@ func TestStoreMigratesIDsAboveMax(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(filepath.Join(root, DBName), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	writeDB(t, filepath.Join(root, DBName), func(tx *bolt.Tx) error {
 		zones := tx.Bucket(bucketZones)
 		if err := zones.SetSequence(1600); err != nil {
 			return err
@@ -828,11 +825,7 @@ func TestStoreMigratesIDsAboveMax(t *testing.T) {
 		}
 		return tx.Bucket(bucketMeta).Put([]byte(MetaSchemaVersion), []byte("2"))
 	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Update(func(tx *Tx) error {
+	err := s.Update(func(tx *Tx) error {
 		if v, _ := tx.Meta(MetaSchemaVersion); v != strconv.Itoa(SchemaVersion) {
 			return fmt.Errorf("schema version after Update = %q", v)
 		}
@@ -856,6 +849,337 @@ func TestStoreMigratesIDsAboveMax(t *testing.T) {
 		return nil
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeDB writes a bbolt file by hand, as an older rauha left it.
+func writeDB(t *testing.T, path string, fn func(*bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileBuckets lists the top-level buckets of a bbolt file.
+func fileBuckets(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var names []string
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			names = append(names, string(name))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// Containers live in a file of their boot: a store of another boot (after a
+// reboot or a kernel crash) does not read them, and its first write of a
+// container removes the old file. Named zones stay in rauha.db.
+func TestStoreContainersFilePerBoot(t *testing.T) {
+	root := t.TempDir()
+	before := OpenStore(root)
+	before.bootID = "boot-before"
+	if err := before.Update(func(tx *Tx) error {
+		return tx.PutZone(&Zone{Name: "z", Policy: *mustPreset("standard")})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := before.Update(func(tx *Tx) error {
+		if err := tx.PutContainer(&Container{ID: "c1", Zone: "z", Status: "created"}); err != nil {
+			return err
+		}
+		return tx.Lease(&Container{ID: "c1", Zone: "z"}, "", func(netip.Prefix) bool { return false })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	oldFile := filepath.Join(root, "containers-boot-before.db")
+	if got := strings.Join(fileBuckets(t, oldFile), ","); got != "containers,leases,meta,ports,subnets,subnets6,zone_ids,zone_members,zones" {
+		t.Fatalf("containers file buckets = %s", got)
+	}
+	if got := strings.Join(fileBuckets(t, before.Path()), ","); got != "meta,subnets,subnets6,zone_ids,zones" {
+		t.Fatalf("rauha.db buckets = %s", got)
+	}
+
+	after := OpenStore(root)
+	after.bootID = "boot-after"
+	if err := after.View(func(tx *Tx) error {
+		if cs, err := tx.Containers(); err != nil || len(cs) != 0 {
+			return fmt.Errorf("containers of the earlier boot read: %v, %v", cs, err)
+		}
+		if _, err := tx.Zone("z"); err != nil {
+			return err
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(oldFile); err != nil {
+		t.Fatalf("a View removed the earlier boot's file: %v", err)
+	}
+	if err := after.Update(func(tx *Tx) error {
+		return tx.PutContainer(&Container{ID: "c2", Zone: "z", Status: "created"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(oldFile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the earlier boot's containers file is still there: %v", err)
+	}
+	if err := after.View(func(tx *Tx) error {
+		m, err := tx.Members("z")
+		if err != nil || len(m) != 1 || m[0].ID != "c2" {
+			return fmt.Errorf("members of z = %v, %v; want c2 alone", m, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Storing a record again in the same zone (create's created mark) and
+// reading one (delete) do not open rauha.db: they go on while another
+// program holds its file lock. A record for another zone does open it.
+func TestStoreContainerWritesLeaveZonesFile(t *testing.T) {
+	root := t.TempDir()
+	s := OpenStore(root)
+	if err := s.Update(func(tx *Tx) error {
+		for _, name := range []string{"a", "b"} {
+			if err := tx.PutZone(&Zone{Name: name, Policy: *mustPreset("standard")}); err != nil {
+				return err
+			}
+		}
+		return tx.PutContainer(&Container{ID: "c", Zone: "a", Status: "creating"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	short := s.WithLockTimeout(200 * time.Millisecond)
+	if err := short.Update(func(tx *Tx) error {
+		return tx.PutContainer(&Container{ID: "c", Zone: "a", Status: "created", Pid: 42})
+	}); err != nil {
+		t.Fatalf("mark a record created: %v", err)
+	}
+	if err := short.View(func(tx *Tx) error {
+		c, err := tx.Container("c")
+		if err == nil && (c.Status != "created" || c.Pid != 42) {
+			err = fmt.Errorf("record = %+v", c)
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("read a record: %v", err)
+	}
+	err = short.Update(func(tx *Tx) error {
+		return tx.PutContainer(&Container{ID: "c", Zone: "b", Status: "created"})
+	})
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("moving a record to another zone did not look the zone up: %v", err)
+	}
+}
+
+// A schema 3 database (containers in rauha.db) is read as it is and
+// migrated by the first Update that opens it: the records, the member
+// index, leases and ports move to the containers file, nothing is lost.
+func TestStoreMigratesSchema3(t *testing.T) {
+	root := t.TempDir()
+	writeDB(t, filepath.Join(root, DBName), func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMeta, bucketZones, bucketZoneIDs, bucketSubnets, bucketSubnets6, bucketContainers, bucketZoneMembers, bucketLeases, bucketPorts} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		z := Zone{Name: "z", ID: 3, Policy: *mustPreset("standard")}
+		if err := put(tx.Bucket(bucketZones), "zone", z.Name, &z); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketZoneIDs).Put(zoneIDKey(3), []byte("z")); err != nil {
+			return err
+		}
+		c := Container{ID: "c", Zone: "z", Status: "created", Ports: []Port{{Protocol: "tcp", HostPort: 8080, ContainerPort: 80}}}
+		if err := put(tx.Bucket(bucketContainers), "container", c.ID, &c); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketZoneMembers).Put(memberKey("z", "c"), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketLeases).Put([]byte("z\x00lease"), []byte("c")); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketPorts).Put([]byte("tcp/8080"), []byte("c")); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put([]byte(MetaSchemaVersion), []byte("3"))
+	})
+	s := OpenStore(root)
+	s.bootID = "boot-now"
+	check := func(tx *Tx) error {
+		m, err := tx.Members("z")
+		if err != nil || len(m) != 1 || m[0].ID != "c" || len(m[0].Ports) != 1 {
+			return fmt.Errorf("members of z = %v, %v", m, err)
+		}
+		if got := string(tx.bucket(bucketLeases).Get([]byte("z\x00lease"))); got != "c" {
+			return fmt.Errorf("lease holder = %q", got)
+		}
+		if got := string(tx.bucket(bucketPorts).Get([]byte("tcp/8080"))); got != "c" {
+			return fmt.Errorf("port holder = %q", got)
+		}
+		return nil
+	}
+	if err := s.View(check); err != nil {
+		t.Fatalf("schema 3 read: %v", err)
+	}
+	if err := s.Update(func(tx *Tx) error {
+		return tx.PutZone(&Zone{Name: "other", Policy: *mustPreset("strict")})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fileBuckets(t, s.Path()), ","); got != "meta,subnets,subnets6,zone_ids,zones" {
+		t.Fatalf("rauha.db buckets after the migration = %s", got)
+	}
+	if err := s.View(func(tx *Tx) error {
+		if v, _ := tx.Meta(MetaSchemaVersion); v != strconv.Itoa(SchemaVersion) {
+			return fmt.Errorf("schema version = %q", v)
+		}
+		return check(tx)
+	}); err != nil {
+		t.Fatalf("after the migration: %v", err)
+	}
+}
+
+// A zone made for one container is stored beside it in the containers file,
+// with its subnet: creating and deleting both, a lease included, commits
+// nothing to rauha.db (no synced write), names and kernel ids stay unique
+// across the two files, and the zone goes with its boot.
+func TestStoreImplicitZonesInContainersFile(t *testing.T) {
+	root := t.TempDir()
+	s := OpenStore(root)
+	s.bootID = "boot-one"
+	named := &Zone{Name: "named", Policy: *mustPreset("strict")}
+	if err := s.Update(func(tx *Tx) error { return tx.PutZone(named) }); err != nil {
+		t.Fatal(err)
+	}
+	// Every bbolt commit rewrites a meta page, so an unchanged file was
+	// not committed to.
+	before, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := &Zone{Name: "c1", Implicit: true, Policy: *mustPreset("standard")}
+	if err := s.Update(func(tx *Tx) error {
+		if err := tx.PutZone(own); err != nil {
+			return err
+		}
+		c := &Container{ID: "c1", Zone: "c1", Status: "creating"}
+		if err := tx.Lease(c, "", func(netip.Prefix) bool { return false }); err != nil {
+			return err
+		}
+		return tx.PutContainer(c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if own.ID == named.ID || own.ID == 0 {
+		t.Fatalf("implicit zone id %d, named zone id %d", own.ID, named.ID)
+	}
+	err = s.Update(func(tx *Tx) error {
+		zs, err := tx.Zones()
+		if err != nil {
+			return err
+		}
+		if len(zs) != 2 || zs[0].Name != "c1" || zs[1].Name != "named" || !zs[0].Implicit {
+			return fmt.Errorf("zones = %+v", zs)
+		}
+		if _, ok := tx.Subnets()["c1"]; !ok {
+			return fmt.Errorf("subnets = %v, without the implicit zone's", tx.Subnets())
+		}
+		if err := tx.PutZone(&Zone{Name: "c1", Policy: *mustPreset("strict")}); err != nil {
+			return err // an update of the implicit zone's policy stays beside it
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx *Tx) error {
+		return tx.PutZone(&Zone{Name: "x", ID: own.ID, Policy: *mustPreset("standard")})
+	})
+	if err == nil || !strings.Contains(err.Error(), `already belongs to zone "c1"`) {
+		t.Fatalf("a named zone took the implicit zone's id: %v", err)
+	}
+	if err := s.Update(func(tx *Tx) error {
+		if err := tx.DeleteContainer("c1"); err != nil {
+			return err
+		}
+		return tx.DeleteZone("c1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(func(tx *Tx) error {
+		if len(tx.Subnets()) != 0 {
+			return fmt.Errorf("subnets left: %v", tx.Subnets())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(s.Path()); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("rauha.db was written for a zone of one container (%v)", err)
+	}
+	if err := s.Update(func(tx *Tx) error {
+		if err := tx.PutZone(&Zone{Name: "c2", Implicit: true, Policy: *mustPreset("standard")}); err != nil {
+			return err
+		}
+		_, err := tx.RecordObservations("c2", []Observation{{Kind: "exec", Object: "/bin/sh", Count: 1}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	next := OpenStore(root)
+	next.bootID = "boot-two"
+	if err := next.View(func(tx *Tx) error {
+		zs, err := tx.Zones()
+		if err != nil || len(zs) != 1 || zs[0].Name != "named" {
+			return fmt.Errorf("zones in the next boot = %+v, %v; want named alone", zs, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A new zone of the same name does not inherit the earlier one's
+	// recording, which rauha.db kept.
+	if err := next.Update(func(tx *Tx) error {
+		return tx.PutZone(&Zone{Name: "c2", Implicit: true, Policy: *mustPreset("standard")})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.View(func(tx *Tx) error {
+		if obs, err := tx.Observations("c2"); err != nil || len(obs) != 0 {
+			return fmt.Errorf("the new zone c2 has the old recording: %v, %v", obs, err)
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

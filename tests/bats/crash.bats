@@ -212,6 +212,40 @@ simulate_reboot() {
 	[[ $LEAKS -eq 0 ]] || fail "$LEAKS leaks after deleting"
 }
 
+@test "reboot: the records of an earlier boot are not read; reconcile removes what they held" {
+	local b own file
+	b=$(crash_bundle e1)
+	rt create --bundle "$b" e1 || fail "create e1"
+	rt start e1 || fail "start e1"
+	# A container without a zone annotation: a zone of its own.
+	own=$BATS_TEST_TMPDIR/bundles/e2
+	mkdir -p "$own"
+	jq 'del(.annotations["org.rauha.zone"])' "$(crash_bundle e2)/config.json" >"$own/config.json.new"
+	mv "$own/config.json.new" "$own/config.json"
+	rt create --bundle "$own" e2 || fail "create e2"
+	# The records are in this boot's containers file, not in rauha.db.
+	file=$ROOT/containers-$(cat /proc/sys/kernel/random/boot_id).db
+	[[ -s $file ]] || fail "no containers file $file: $(ls "$ROOT")"
+	assert_eq "$(rt zone inspect e2 | jq -r '.members[].id')" e2
+	simulate_reboot
+	# After a reboot the boot id differs: the file is an earlier boot's.
+	mv "$file" "$ROOT/containers-00000000-0000-0000-0000-000000000000.db"
+	# Opening the root restores its kernel state first (a reconcile that
+	# logs its repairs), so the command's own reconcile may find nothing.
+	rrun rt zone reconcile
+	show
+	assert_success
+	assert_eq "$(rt zone inspect cz | jq '.members | length')" 0
+	assert_match "$stdout$stderr" "removed zone e2: it was made for one container and has no members left"
+	assert_match "$stdout$stderr" "removed stopped container e1: it had no record \(it ran in an earlier boot, or its create died\)"
+	assert_match "$stdout$stderr" "removed stopped container e2"
+	[[ ! -e $ROOT/containers-00000000-0000-0000-0000-000000000000.db ]] || fail "the earlier boot's containers file is still there"
+	assert_eq "$(rt zone list --format json | jq -r '.[].name')" cz
+	rt list --format json | jq -e 'length == 0' >/dev/null || fail "containers listed: $(rt list)"
+	check_leaks
+	[[ $LEAKS -eq 0 ]] || fail "$LEAKS leaks after the reconcile"
+}
+
 @test "reboot: pins removed under live containers are restored by the next command" {
 	local id b
 	for id in p1 p2; do
