@@ -200,10 +200,10 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 		live[r.CgroupID] = z.ID
 	}
 
-	// A zone made for one container that has no members: its delete was
-	// killed between removing the record and removing the zone, or its
-	// container's record went with the boot it was created in.
-	// (A member removed above took such a zone with it.)
+	// A zone made for one container that has no members: a rauha.db from
+	// before schema 4 kept it while its container's record went with the
+	// boot it ran in (such zones now live beside their records). A member
+	// removed above took its zone with it.
 	hadMembers := map[string]bool{}
 	for _, r := range recs {
 		hadMembers[r.Zone] = true

@@ -205,9 +205,9 @@ func (s *Store) Update(fn func(tx *Tx) error) (err error) {
 		return cmp.Or(tx.err, err)
 	}
 	// Containers first: a process killed between the two commits leaves
-	// a record whose zone is not stored yet (a create that had not begun:
-	// reconcile removes it) or an implicit zone without members (a delete:
-	// reconcile removes it), never a lost record.
+	// at worst a record whose new named zone (or a lease whose zone's new
+	// subnet) is not stored yet, of a create that had not begun, which
+	// reconcile removes; never a lost record.
 	for _, f := range []*dbFile{&tx.containers, &tx.zones} {
 		if f.tx == nil || !f.dirty {
 			continue // close rolls it back
