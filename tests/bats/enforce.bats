@@ -162,8 +162,18 @@ ev_is() {
 }
 
 @test "egress: allowed_egress limits TCP connect (IPv4, IPv6) and UDP sendto, with egress events" {
-	local ok bad
-	ok=$(free_port)
+	local ok bad listener=
+	# The listener on the host's loopback must hold the port itself: on a
+	# shared host another process can take a free port before it binds.
+	for _ in 1 2 3 4 5; do
+		ok=$(free_port)
+		bg busybox nc -l -p "$ok" >"$BATS_TEST_TMPDIR/received" 2>/dev/null </dev/null 3>&-
+		listener=$!
+		retry 20 0.1 sh -c "ss -Htlnp 'sport = :$ok' | grep -q 'pid=$listener,'" && break
+		kill "$listener" 2>/dev/null || true
+		listener=
+	done
+	[[ -n $listener ]] || fail "no port on 127.0.0.1 that a listener of this test could hold"
 	bad=$(free_port)
 	host_net b
 	in_zone b egress "$(policy egress <<-EOF
@@ -174,8 +184,6 @@ ev_is() {
 	run_ct egress b
 
 	# An allowed destination carries data.
-	bg busybox nc -l -p "$ok" >"$BATS_TEST_TMPDIR/received" 2>/dev/null </dev/null 3>&-
-	retry 20 0.1 sh -c "ss -Htln 'sport = :$ok' | grep -q ."
 	rexec egress sh -c "echo through | nc -w2 127.0.0.1 $ok"
 	assert_success
 	wait_file "$BATS_TEST_TMPDIR/received"
