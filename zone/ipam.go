@@ -210,9 +210,6 @@ func (tx *Tx) deleteSubnet(bucket []byte, zone string) error {
 // that overlaps it and hostTaken (the host's own routes) does not claim
 // it. It also reserves c's published ports.
 func (tx *Tx) Lease(c *Container, want string, hostTaken func(netip.Prefix) bool) error {
-	if !tx.writable {
-		return errors.New("state database: write in a read-only transaction (use Store.Update)")
-	}
 	subnet, ok := tx.Subnet(c.Zone)
 	if !ok {
 		var err error

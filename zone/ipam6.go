@@ -3,7 +3,6 @@ package zone
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -74,9 +73,6 @@ func (tx *Tx) Subnets6() map[string]netip.Prefix { return tx.subnetsIn(bucketSub
 // the first /64 of pool that no other zone holds and hostTaken does not
 // claim.
 func (tx *Tx) Lease6(c *Container, want string, pool netip.Prefix, hostTaken func(netip.Prefix) bool) error {
-	if !tx.writable {
-		return errors.New("state database: write in a read-only transaction (use Store.Update)")
-	}
 	subnet, ok := tx.Subnet6(c.Zone)
 	if !ok {
 		var err error

@@ -2,7 +2,6 @@ package zone
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -87,7 +86,7 @@ func observationKey(kind, object string) []byte { return []byte(kind + "\x00" + 
 // returns how many new objects were dropped because the recording was full.
 func (tx *Tx) RecordObservations(zone string, obs []Observation) (dropped int, err error) {
 	if !tx.writable {
-		return 0, errors.New("state database: write in a read-only transaction (use Store.Update)")
+		return 0, errReadOnly
 	}
 	zones := tx.zonesTx()
 	if zones == nil {
@@ -154,7 +153,7 @@ func (tx *Tx) Observations(zone string) ([]Observation, error) {
 // DeleteObservations forgets zone's recording.
 func (tx *Tx) DeleteObservations(zone string) error {
 	if !tx.writable {
-		return errors.New("state database: write in a read-only transaction (use Store.Update)")
+		return errReadOnly
 	}
 	if top := tx.bucket(bucketObservations); top == nil || top.Bucket([]byte(zone)) == nil {
 		return nil

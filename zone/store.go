@@ -72,6 +72,9 @@ var (
 // ErrNotFound is wrapped by lookups of zones and containers that do not exist.
 var ErrNotFound = errors.New("not found")
 
+// errReadOnly is what a write in a View's transaction fails with.
+var errReadOnly = errors.New("state database: write in a read-only transaction (use Store.Update)")
+
 // ErrLocked is wrapped when another process held the database for longer than
 // the lock timeout.
 var ErrLocked = errors.New("state database is locked")
@@ -521,7 +524,7 @@ func (tx *Tx) bucket(name []byte) *bolt.Bucket {
 
 func (tx *Tx) writableBucket(name []byte) (*bolt.Bucket, error) {
 	if !tx.writable {
-		return nil, errors.New("state database: write in a read-only transaction (use Store.Update)")
+		return nil, errReadOnly
 	}
 	b := tx.changing(name)
 	if tx.err != nil {
@@ -745,7 +748,7 @@ func (tx *Tx) bucketOfToChange(implicit bool, name []byte) (*bolt.Bucket, error)
 		return tx.writableBucket(name)
 	}
 	if !tx.writable {
-		return nil, errors.New("state database: write in a read-only transaction (use Store.Update)")
+		return nil, errReadOnly
 	}
 	c := tx.containersTx()
 	if c == nil {
