@@ -82,51 +82,21 @@ func (b *bench) lifecycle(ctx context.Context, res *results) error {
 }
 
 func (b *bench) lifecycleSample(r *runtime, s *samples) error {
-	trueArgs := []string{"/bin/true"}
-	// create + start + wait for exit + delete of a container running true
-	id := "bench-cycle"
-	bundle, err := b.bundle(r, id, trueArgs, nil)
+	cycle, err := b.cycle(r)
 	if err != nil {
 		return err
 	}
-	pidFile := filepath.Join(b.cfg.work, r.name+".pid")
-	os.Remove(pidFile)
-	b.track(r, id, true)
-	// cycle: wall time of the four steps (reading the pid file excluded),
-	// CPU time of the three runtime calls
-	var cycle call
-	c, err := r.invoke(nil, "create", "--bundle", bundle, "--pid-file", pidFile, id)
-	if err != nil {
-		return err
-	}
-	cycle.dur, cycle.cpu = c.dur, c.cpu
-	pid, err := readPid(pidFile)
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
-	if c, err = r.invoke(nil, "start", id); err != nil {
-		return err
-	}
-	cycle.cpu += c.cpu
-	if err := waitExit(pid); err != nil {
-		return err
-	}
-	if c, err = r.invoke(nil, "delete", id); err != nil {
-		return err
-	}
-	b.track(r, id, false)
-	cycle.cpu += c.cpu
-	cycle.dur += time.Since(t0)
 	s.add(r.name, "cycle", cycle)
 
 	// run in the foreground: the runtime waits for true and removes it
-	id = "bench-run"
-	if bundle, err = b.bundle(r, id, trueArgs, nil); err != nil {
+	id := "bench-run"
+	bundle, err := b.bundle(r, id, []string{"/bin/true"}, nil)
+	if err != nil {
 		return err
 	}
 	b.track(r, id, true)
-	if c, err = r.invoke(nil, "run", "--bundle", bundle, id); err != nil {
+	c, err := r.invoke(nil, "run", "--bundle", bundle, id)
+	if err != nil {
 		return err
 	}
 	s.add(r.name, "run", c)
@@ -136,6 +106,7 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 
 	// every command on its own, on a sleeping container
 	id = "bench-sleep"
+	pidFile := filepath.Join(b.cfg.work, r.name+".pid")
 	if bundle, err = b.bundle(r, id, []string{"/bin/sleep", "3600"}, nil); err != nil {
 		return err
 	}
@@ -158,7 +129,8 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 		}
 		s.add(r.name, st.row, c)
 	}
-	if pid, err = readPid(pidFile); err != nil {
+	pid, err := readPid(pidFile)
+	if err != nil {
 		return err
 	}
 	if err := waitExit(pid); err != nil {

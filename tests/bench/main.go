@@ -62,6 +62,7 @@ type config struct {
 	cgPrefix    string
 	out         string
 	samples     int
+	costPairs   int
 	scale       []int
 	scaleN      int
 	probeN      int
@@ -94,6 +95,7 @@ func runBench(args []string) error {
 	fs.StringVar(&c.cgPrefix, "cgroup-prefix", "/rauha-bench", "absolute cgroup parent of every container")
 	fs.StringVar(&c.out, "out", "bench.json", "JSON result file")
 	fs.IntVar(&c.samples, "n", 30, "lifecycle samples per runtime")
+	fs.IntVar(&c.costPairs, "cost-n", 100, "cycle pairs per comparison of the cost part")
 	fs.StringVar(&scale, "scale", "1,100,500", "live-container counts for the scale test")
 	fs.IntVar(&c.scaleN, "scale-n", 30, "samples per scale level")
 	fs.IntVar(&c.probeN, "probe-n", 2000, "probe iterations (open and signal run 10x, fork+exec 1/10)")
@@ -111,7 +113,7 @@ func runBench(args []string) error {
 	fs.StringVar(&zoneNetSubnets, "zonenet-subnets", "10.234.1.0/24,10.234.2.0/24", "subnets of the zone-to-zone part's two rauha zones (/24)")
 	fs.StringVar(&policies, "policy", "", "comma-separated NAME=POLICY: more rauha lifecycle runtimes, rauha-NAME in a zone of its own per container with POLICY (a preset or a policy file), to attribute a zone's cost to its controls")
 	fs.StringVar(&only, "lifecycle-only", "", "comma-separated runtimes the lifecycle part runs (e.g. rauha-isolated,rauha-bridged,rauha-bridged-zone); empty: all")
-	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,probe,update,net,zonenet,scale")
+	fs.StringVar(&skip, "skip", "", "comma-separated parts to skip: lifecycle,cost,probe,update,net,zonenet,scale")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,6 +125,9 @@ func runBench(args []string) error {
 	}
 	c.runcs = splitList(runcs)
 	c.policies = splitList(policies)
+	if c.costPairs < 1 {
+		return fmt.Errorf("-cost-n must be at least 1")
+	}
 	if c.netRounds < 1 || c.netBulkMiB < 1 || c.netRequests < 1 || c.netConns < 1 {
 		return fmt.Errorf("-net-rounds, -net-bulk-mib, -net-requests and -net-conns must be at least 1")
 	}
@@ -192,6 +197,7 @@ func (b *bench) run(ctx context.Context) error {
 		fn   func(context.Context, *results) error
 	}{
 		{"lifecycle", b.lifecycle},
+		{"cost", b.cost},
 		{"probe", b.probe},
 		{"update", b.updateDelay},
 		{"net", b.netTest},

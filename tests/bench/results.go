@@ -75,6 +75,7 @@ type results struct {
 	LoadAvg   string        `json:"loadavg_end"`
 	Runtimes  []runtimeInfo `json:"runtimes"`
 	Lifecycle []row         `json:"lifecycle,omitempty"`
+	Cost      []costRow     `json:"cost,omitempty"`
 	Probe     []probeRow    `json:"probe,omitempty"`
 	Update    []row         `json:"update,omitempty"`
 	Net       []netRow      `json:"net,omitempty"`
@@ -204,29 +205,11 @@ func (r *results) evaluate() {
 		}
 		add("no row slower than "+base+" (worst median ratio)", worst, 1, "ratio", strings.Join(slow, ", "))
 		add("peak RSS of every command <= "+base+" (worst ratio)", worstRSS, 1, "ratio", strings.Join(fat, ", "))
-		s, ok1 := r.find(r.Lifecycle, "rauha-strict", "cycle", 0)
-		p, ok2 := r.find(r.Lifecycle, "rauha-privileged", "cycle", 0)
-		if ok1 && ok2 {
-			add("enforcement adds to create+start+wait+delete (strict - privileged median)", s.MedianMs-p.MedianMs, 3, "ms",
-				fmt.Sprintf("CPU time: %+.1f ms", s.CPUMedianMs-p.CPUMedianMs))
-		}
 	}
-	if e, ok := r.find(r.Lifecycle, "rauha-egress", "cycle", 0); ok {
-		ref := r.sameLibcontainer()
-		o, _ := r.find(r.Lifecycle, ref, "cycle", 0)
-		p, _ := r.find(r.Lifecycle, "rauha-privileged", "cycle", 0)
-		add(fmt.Sprintf("zone with %d egress rules adds to create+start+wait+delete (rauha-egress - %s median)", egressRules, ref),
-			e.MedianMs-o.MedianMs, 3, "ms",
-			fmt.Sprintf("CPU time %+.1f ms; minus the zone without egress rules: %+.1f ms, CPU time %+.1f ms",
-				e.CPUMedianMs-o.CPUMedianMs, e.MedianMs-p.MedianMs, e.CPUMedianMs-p.CPUMedianMs))
-	}
-	if b, ok := r.find(r.Lifecycle, "rauha-bridged", "cycle", 0); ok {
-		i, _ := r.find(r.Lifecycle, "rauha-isolated", "cycle", 0)
-		add("network.mode bridged adds to create+start+wait+delete (rauha-bridged - rauha-isolated median, a zone per container)",
-			b.MedianMs-i.MedianMs, 5, "ms", fmt.Sprintf("CPU time: %+.1f ms", b.CPUMedianMs-i.CPUMedianMs))
-		if z, ok := r.find(r.Lifecycle, "rauha-bridged-zone", "cycle", 0); ok {
-			add("network.mode bridged adds to create+start+wait+delete (rauha-bridged-zone - rauha-isolated median, one zone keeping its bridge)",
-				z.MedianMs-i.MedianMs, 5, "ms", fmt.Sprintf("CPU time: %+.1f ms", z.CPUMedianMs-i.CPUMedianMs))
+	for _, c := range r.Cost {
+		if c.LimitMs > 0 {
+			add(fmt.Sprintf("%s adds to create+start+wait+delete (%s - %s, median of %d alternated pairs)", c.Name, c.Subject, c.Reference, c.N),
+				c.DiffMs, c.LimitMs, "ms", fmt.Sprintf("95%% interval %+.1f..%+.1f ms; CPU time %+.1f ms", c.DiffLowMs, c.DiffHighMs, c.CPUDiffMs))
 		}
 	}
 	if vs := r.netVariants(); len(vs) == 3 {
@@ -410,6 +393,15 @@ func (r *results) print(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %.1f / %.1f, cpu %.1f | %+.1f, %+.1f | %+.1f, %+.1f |\n", name,
 				o.MedianMs, o.P90Ms, o.CPUMedianMs, p.MedianMs, p.P90Ms, p.CPUMedianMs, e.MedianMs, e.P90Ms, e.CPUMedianMs,
 				e.MedianMs-o.MedianMs, e.CPUMedianMs-o.CPUMedianMs, e.MedianMs-p.MedianMs, e.CPUMedianMs-p.CPUMedianMs)
+		}
+	}
+	if len(r.Cost) > 0 {
+		fmt.Fprintf(w, "\n## What a zone adds to create+start+wait+delete (ms; the two runtimes of a row alternated cycle by cycle, AB BA ...; difference: median of the pairs' differences, with its 95%% confidence interval)\n\n")
+		fmt.Fprintln(w, "| comparison | subject | reference | pairs | subject median | reference median | difference (95% interval) | CPU time difference |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+		for _, c := range r.Cost {
+			fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | **%+.1f** (%+.1f..%+.1f) | %+.1f |\n", c.Name, c.Subject, c.Reference, c.N,
+				c.SubjectMs, c.RefMs, c.DiffMs, c.DiffLowMs, c.DiffHighMs, c.CPUDiffMs)
 		}
 	}
 	if len(r.Probe) > 0 {

@@ -107,3 +107,39 @@ func TestEvaluateZoneNetTargets(t *testing.T) {
 		t.Errorf("%d zone-to-zone lines with ratio 0.980, want %d:\n%s", n, len(netMetrics), out.String())
 	}
 }
+
+// The cost targets come from the cost part: the median of the alternated
+// pairs' differences against the pair's limit; a pair without a limit (this
+// build against the base build) is reported but is no target.
+func TestEvaluateCostTargets(t *testing.T) {
+	r := &results{Cost: []costRow{
+		{Name: "zone with 8 egress rules", Subject: "rauha-egress", Reference: "runc-1.5.0", N: 100, DiffMs: 2.5, DiffLowMs: 1.9, DiffHighMs: 3.2, LimitMs: 3},
+		{Name: "bridged, a zone per container", Subject: "rauha-bridged", Reference: "rauha-isolated", N: 100, DiffMs: 5.5, LimitMs: 5},
+		{Name: "this build against the base build", Subject: "rauha-egress", Reference: "base-rauha-egress", N: 100, DiffMs: -1},
+	}}
+	r.evaluate()
+	if len(r.Targets) != 2 {
+		t.Fatalf("targets %+v, want the two with a limit", r.Targets)
+	}
+	if got := r.Targets[0]; got.Value != 2.5 || !got.Met || !strings.Contains(got.Detail, "95% interval +1.9..+3.2 ms") {
+		t.Errorf("egress target %+v, want 2.5 ms, met, with its interval", got)
+	}
+	if got := r.Targets[1]; got.Value != 5.5 || got.Met {
+		t.Errorf("bridged target %+v, want 5.5 ms, not met", got)
+	}
+}
+
+// The interval of the median holds the middle order statistics: for 100
+// values k = floor(50 - 9.8) = 40, so the 41st and 60th smallest.
+func TestMedianInterval(t *testing.T) {
+	v := make([]float64, 100)
+	for i := range v {
+		v[i] = float64(99 - i) // unsorted on purpose
+	}
+	if lo, hi := medianInterval(v); lo != 40 || hi != 59 {
+		t.Errorf("interval %v..%v, want 40..59", lo, hi)
+	}
+	if lo, hi := medianInterval([]float64{3, 1, 2}); lo != 1 || hi != 3 {
+		t.Errorf("three values: %v..%v, want their range", lo, hi)
+	}
+}

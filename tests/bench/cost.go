@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// costRow is what one runtime (the subject) adds to create+start+wait+delete
+// against another (the reference), from cycles of the two alternated one by
+// one.
+type costRow struct {
+	Name      string  `json:"name"`
+	Subject   string  `json:"subject"`
+	Reference string  `json:"reference"`
+	N         int     `json:"n"` // pairs
+	SubjectMs float64 `json:"subject_median_ms"`
+	RefMs     float64 `json:"reference_median_ms"`
+	// DiffMs is the median of the pairs' differences (subject - reference);
+	// DiffLowMs..DiffHighMs is its 95% confidence interval.
+	DiffMs     float64 `json:"diff_median_ms"`
+	DiffLowMs  float64 `json:"diff_low_ms"`
+	DiffHighMs float64 `json:"diff_high_ms"`
+	CPUDiffMs  float64 `json:"cpu_diff_median_ms"` // runtime CPU time, median of the pairs' differences
+	LimitMs    float64 `json:"limit_ms,omitempty"` // 0: no target
+}
+
+// costPair names a comparison of the cost part.
+type costPair struct {
+	name, subject, ref string
+	limitMs            float64
+}
+
+// costPairs are the comparisons the targets of the zone issues are stated
+// in, those whose runtimes this run has. ref is the runc on rauha's own
+// libcontainer (outside any zone).
+func (b *bench) costPairs(ref string) []costPair {
+	ps := []costPair{
+		{fmt.Sprintf("zone with %d egress rules", egressRules), "rauha-egress", ref, 3},
+		{"enforcement (strict zone)", "rauha-strict", "rauha-privileged", 3},
+		{"bridged, a zone per container", "rauha-bridged", "rauha-isolated", 5},
+		{"bridged, one named zone", "rauha-bridged-zone", "rauha-isolated", 5},
+		{"this build against the base build (egress zone)", "rauha-egress", "base-rauha-egress", 0},
+	}
+	var out []costPair
+	for _, p := range ps {
+		if b.rt(p.subject) != nil && b.rt(p.ref) != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// cost measures each pair by alternating its two runtimes cycle by cycle,
+// in the order AB BA AB ..., so that load that comes and goes on the host,
+// and a drift of the kernel's state over the run, fall on both alike. The
+// lifecycle part's medians come from runtimes sampled seconds apart and
+// differ by several milliseconds from run to run; a difference of two
+// cycles run back to back does not carry that.
+func (b *bench) cost(ctx context.Context, res *results) error {
+	ref := res.sameLibcontainer()
+	for _, p := range b.costPairs(ref) {
+		fmt.Fprintf(os.Stderr, "bench: cost: %s (%s - %s)\n", p.name, p.subject, p.ref)
+		subject, reference := b.rt(p.subject), b.rt(p.ref)
+		const warmup = 2
+		var sd, rd, diff, cpuDiff []float64
+		for i := 0; i < warmup+b.cfg.costPairs; i++ {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			order := []*runtime{reference, subject}
+			if i%2 == 1 {
+				order[0], order[1] = subject, reference
+			}
+			var cs [2]call
+			for k, r := range order {
+				c, err := b.cycle(r)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				cs[k] = c
+			}
+			if i%2 == 1 {
+				cs[0], cs[1] = cs[1], cs[0]
+			}
+			if i < warmup {
+				continue
+			}
+			r, s := ms(cs[0].dur), ms(cs[1].dur)
+			rd, sd = append(rd, r), append(sd, s)
+			diff = append(diff, s-r)
+			cpuDiff = append(cpuDiff, ms(cs[1].cpu)-ms(cs[0].cpu))
+		}
+		lo, hi := medianInterval(diff)
+		res.Cost = append(res.Cost, costRow{
+			Name: p.name, Subject: p.subject, Reference: p.ref, N: len(diff),
+			SubjectMs: round(median(sd)), RefMs: round(median(rd)),
+			DiffMs: round(median(diff)), DiffLowMs: round(lo), DiffHighMs: round(hi),
+			CPUDiffMs: round(median(cpuDiff)), LimitMs: p.limitMs,
+		})
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// medianInterval is a distribution-free 95% confidence interval of the
+// median of v: the order statistics k and n-1-k, with k from the normal
+// approximation of the binomial (n/2 - 0.98 sqrt(n)); v shorter than 6
+// gives its range.
+func medianInterval(v []float64) (lo, hi float64) {
+	n := len(v)
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	k := max(0, int(math.Floor(float64(n)/2-0.98*math.Sqrt(float64(n)))))
+	return s[k], s[n-1-k]
+}
+
+// cycle times create + start + wait for exit + delete of a container
+// running true: wall time of the four steps (reading the pid file
+// excluded), CPU time of the three runtime calls.
+func (b *bench) cycle(r *runtime) (call, error) {
+	id := "bench-cycle"
+	bundle, err := b.bundle(r, id, []string{"/bin/true"}, nil)
+	if err != nil {
+		return call{}, err
+	}
+	pidFile := filepath.Join(b.cfg.work, r.name+".pid")
+	os.Remove(pidFile)
+	b.track(r, id, true)
+	var cycle call
+	c, err := r.invoke(nil, "create", "--bundle", bundle, "--pid-file", pidFile, id)
+	if err != nil {
+		return call{}, err
+	}
+	cycle.dur, cycle.cpu = c.dur, c.cpu
+	pid, err := readPid(pidFile)
+	if err != nil {
+		return call{}, err
+	}
+	t0 := time.Now()
+	if c, err = r.invoke(nil, "start", id); err != nil {
+		return call{}, err
+	}
+	cycle.cpu += c.cpu
+	if err := waitExit(pid); err != nil {
+		return call{}, err
+	}
+	if c, err = r.invoke(nil, "delete", id); err != nil {
+		return call{}, err
+	}
+	b.track(r, id, false)
+	cycle.cpu += c.cpu
+	cycle.dur += time.Since(t0)
+	return cycle, nil
+}
