@@ -26,7 +26,10 @@ type costRow struct {
 	DiffLowMs  float64 `json:"diff_low_ms"`
 	DiffHighMs float64 `json:"diff_high_ms"`
 	CPUDiffMs  float64 `json:"cpu_diff_median_ms"` // runtime CPU time, median of the pairs' differences
-	LimitMs    float64 `json:"limit_ms,omitempty"` // 0: no target
+	// StepDiffMs: median of the pairs' differences of each step of the
+	// cycle (create, start, wait, delete), to see where a difference is.
+	StepDiffMs map[string]float64 `json:"step_diff_median_ms"`
+	LimitMs    float64            `json:"limit_ms,omitempty"` // 0: no target
 }
 
 // costPair names a comparison of the cost part.
@@ -68,6 +71,7 @@ func (b *bench) cost(ctx context.Context, res *results) error {
 		subject, reference := b.rt(p.subject), b.rt(p.ref)
 		const warmup = 2
 		var sd, rd, diff, cpuDiff []float64
+		stepDiff := map[string][]float64{}
 		for i := 0; i < warmup+b.cfg.costPairs; i++ {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -76,7 +80,7 @@ func (b *bench) cost(ctx context.Context, res *results) error {
 			if i%2 == 1 {
 				order[0], order[1] = subject, reference
 			}
-			var cs [2]call
+			var cs [2]cycleTimes
 			for k, r := range order {
 				c, err := b.cycle(r)
 				if err != nil {
@@ -94,13 +98,20 @@ func (b *bench) cost(ctx context.Context, res *results) error {
 			rd, sd = append(rd, r), append(sd, s)
 			diff = append(diff, s-r)
 			cpuDiff = append(cpuDiff, ms(cs[1].cpu)-ms(cs[0].cpu))
+			for k, step := range cycleSteps {
+				stepDiff[step] = append(stepDiff[step], ms(cs[1].steps[k])-ms(cs[0].steps[k]))
+			}
+		}
+		steps := map[string]float64{}
+		for step, d := range stepDiff {
+			steps[step] = round(median(d))
 		}
 		lo, hi := medianInterval(diff)
 		res.Cost = append(res.Cost, costRow{
 			Name: p.name, Subject: p.subject, Reference: p.ref, N: len(diff),
 			SubjectMs: round(median(sd)), RefMs: round(median(rd)),
 			DiffMs: round(median(diff)), DiffLowMs: round(lo), DiffHighMs: round(hi),
-			CPUDiffMs: round(median(cpuDiff)), LimitMs: p.limitMs,
+			CPUDiffMs: round(median(cpuDiff)), StepDiffMs: steps, LimitMs: p.limitMs,
 		})
 	}
 	return nil
@@ -123,41 +134,53 @@ func medianInterval(v []float64) (lo, hi float64) {
 	return s[k], s[n-1-k]
 }
 
+// cycleSteps are the steps of a cycle, in order.
+var cycleSteps = []string{"create", "start", "wait", "delete"}
+
+// cycleTimes is one cycle: its wall time (reading the pid file excluded)
+// and the CPU time of its three runtime calls, and the wall time of each
+// step.
+type cycleTimes struct {
+	call
+	steps [4]time.Duration
+}
+
 // cycle times create + start + wait for exit + delete of a container
-// running true: wall time of the four steps (reading the pid file
-// excluded), CPU time of the three runtime calls.
-func (b *bench) cycle(r *runtime) (call, error) {
+// running true.
+func (b *bench) cycle(r *runtime) (cycleTimes, error) {
+	var t cycleTimes
 	id := "bench-cycle"
 	bundle, err := b.bundle(r, id, []string{"/bin/true"}, nil)
 	if err != nil {
-		return call{}, err
+		return t, err
 	}
 	pidFile := filepath.Join(b.cfg.work, r.name+".pid")
 	os.Remove(pidFile)
 	b.track(r, id, true)
-	var cycle call
 	c, err := r.invoke(nil, "create", "--bundle", bundle, "--pid-file", pidFile, id)
 	if err != nil {
-		return call{}, err
+		return t, err
 	}
-	cycle.dur, cycle.cpu = c.dur, c.cpu
+	t.dur, t.cpu, t.steps[0] = c.dur, c.cpu, c.dur
 	pid, err := readPid(pidFile)
 	if err != nil {
-		return call{}, err
+		return t, err
 	}
 	t0 := time.Now()
 	if c, err = r.invoke(nil, "start", id); err != nil {
-		return call{}, err
+		return t, err
 	}
-	cycle.cpu += c.cpu
+	t.cpu, t.steps[1] = t.cpu+c.cpu, c.dur
+	t1 := time.Now()
 	if err := waitExit(pid); err != nil {
-		return call{}, err
+		return t, err
 	}
+	t.steps[2] = time.Since(t1)
 	if c, err = r.invoke(nil, "delete", id); err != nil {
-		return call{}, err
+		return t, err
 	}
 	b.track(r, id, false)
-	cycle.cpu += c.cpu
-	cycle.dur += time.Since(t0)
-	return cycle, nil
+	t.cpu, t.steps[3] = t.cpu+c.cpu, c.dur
+	t.dur += time.Since(t0)
+	return t, nil
 }

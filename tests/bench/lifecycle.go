@@ -86,7 +86,7 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 	if err != nil {
 		return err
 	}
-	s.add(r.name, "cycle", cycle)
+	s.add(r.name, "cycle", cycle.call)
 
 	// run in the foreground: the runtime waits for true and removes it
 	id := "bench-run"

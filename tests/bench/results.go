@@ -397,11 +397,15 @@ func (r *results) print(w io.Writer) {
 	}
 	if len(r.Cost) > 0 {
 		fmt.Fprintf(w, "\n## What a zone adds to create+start+wait+delete (ms; the two runtimes of a row alternated cycle by cycle, AB BA ...; difference: median of the pairs' differences, with its 95%% confidence interval)\n\n")
-		fmt.Fprintln(w, "| comparison | subject | reference | pairs | subject median | reference median | difference (95% interval) | CPU time difference |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| comparison | subject | reference | pairs | subject median | reference median | difference (95% interval) | CPU time difference | create, start, wait, delete |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 		for _, c := range r.Cost {
-			fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | **%+.1f** (%+.1f..%+.1f) | %+.1f |\n", c.Name, c.Subject, c.Reference, c.N,
-				c.SubjectMs, c.RefMs, c.DiffMs, c.DiffLowMs, c.DiffHighMs, c.CPUDiffMs)
+			var steps []string
+			for _, s := range cycleSteps {
+				steps = append(steps, fmt.Sprintf("%+.1f", c.StepDiffMs[s]))
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %d | %.1f | %.1f | **%+.1f** (%+.1f..%+.1f) | %+.1f | %s |\n", c.Name, c.Subject, c.Reference, c.N,
+				c.SubjectMs, c.RefMs, c.DiffMs, c.DiffLowMs, c.DiffHighMs, c.CPUDiffMs, strings.Join(steps, ", "))
 		}
 	}
 	if len(r.Probe) > 0 {
