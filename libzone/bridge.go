@@ -439,9 +439,18 @@ type zoneNet struct {
 // deleteZone removes zone name from the store (zone.Tx.DeleteZone, which
 // frees its subnet) and says what of it is left on the host.
 func deleteZone(tx *zone.Tx, name string) (zoneNet, error) {
+	z, err := tx.Zone(name)
+	if err != nil {
+		return zoneNet{}, err
+	}
 	_, bridged := tx.Subnet(name)
 	if err := tx.DeleteZone(name); err != nil {
 		return zoneNet{}, err
+	}
+	// The paths of its denied inodes name the file events of its kernel
+	// id: a zone that gets the id later must not inherit them.
+	if err := tx.DeleteMeta(fileDenyMetaKey(z.ID)); err != nil {
+		return zoneNet{}, fmt.Errorf("zone %s: forget the paths of its denied inodes: %w", name, err)
 	}
 	return zoneNet{name: name, bridged: bridged, last: bridged && len(tx.Subnets()) == 0}, nil
 }

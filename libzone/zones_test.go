@@ -43,3 +43,36 @@ func TestMissingZoneIsNotFound(t *testing.T) {
 		t.Errorf("message %q", err)
 	}
 }
+
+// Deleting a zone forgets the paths of its denied inodes (stored by its
+// kernel id): a later zone that gets the id must not name its file events
+// with them.
+func TestDeleteZoneForgetsDenyPaths(t *testing.T) {
+	s := zone.OpenStore(t.TempDir())
+	p, err := zone.Preset("standard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := &zone.Zone{Name: "z", Policy: *p}
+	err = s.Update(func(tx *zone.Tx) error {
+		if err := tx.PutZone(z); err != nil {
+			return err
+		}
+		return tx.SetMeta(fileDenyMetaKey(z.ID), `{"1:2":"/etc/shadow"}`)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(tx *zone.Tx) error { _, err := deleteZone(tx, "z"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(func(tx *zone.Tx) error {
+		if v, err := tx.Meta(fileDenyMetaKey(z.ID)); err != nil || v != "" {
+			t.Errorf("deny paths of deleted zone id %d: %q, %v", z.ID, v, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

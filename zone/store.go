@@ -1059,6 +1059,23 @@ func (tx *Tx) Members(zone string) ([]Container, error) {
 	return out, nil
 }
 
+// DeleteMeta removes a meta value; one that was never set is no error.
+// It writes only when the value exists, so a transaction that finds nothing
+// to delete leaves the zones file as it was.
+func (tx *Tx) DeleteMeta(key string) error {
+	if v, err := tx.Meta(key); err != nil || v == "" {
+		return err
+	}
+	b, err := tx.writableBucket(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if key == MetaSchemaVersion || key == "" {
+		return fmt.Errorf("meta key %q cannot be deleted", key)
+	}
+	return b.Delete([]byte(key))
+}
+
 // Meta returns a meta value, "" if it was never set.
 func (tx *Tx) Meta(key string) (string, error) {
 	b := tx.bucket(bucketMeta)

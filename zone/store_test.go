@@ -1183,3 +1183,41 @@ func TestStoreImplicitZonesInContainersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// DeleteMeta removes a value, refuses the schema version, and commits
+// nothing to rauha.db when the value was never set.
+func TestStoreDeleteMeta(t *testing.T) {
+	s := OpenStore(t.TempDir())
+	if err := s.Update(func(tx *Tx) error { return tx.SetMeta("k", "v") }); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Update(func(tx *Tx) error {
+		if err := tx.DeleteMeta(MetaSchemaVersion); err == nil {
+			return errors.New("DeleteMeta removed the schema version")
+		}
+		return tx.DeleteMeta("k")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(func(tx *Tx) error {
+		if v, err := tx.Meta("k"); err != nil || v != "" {
+			return fmt.Errorf("deleted meta = %q, %v", v, err)
+		}
+		if err := tx.DeleteMeta("never-set"); err != nil {
+			return err
+		}
+		// a zone of one container and its record: the containers file
+		return tx.PutZone(&Zone{Name: "c1", Implicit: true, Policy: *mustPreset("standard")})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(s.Path()); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("deleting a meta value that was never set wrote rauha.db (%v)", err)
+	}
+}
