@@ -95,7 +95,7 @@ func runBench(args []string) error {
 	fs.StringVar(&c.cgPrefix, "cgroup-prefix", "/rauha-bench", "absolute cgroup parent of every container")
 	fs.StringVar(&c.out, "out", "bench.json", "JSON result file")
 	fs.IntVar(&c.samples, "n", 30, "lifecycle samples per runtime")
-	fs.IntVar(&c.costPairs, "cost-n", 100, "cycle pairs per comparison of the cost part")
+	fs.IntVar(&c.costPairs, "cost-n", 200, "cycle pairs per comparison of the cost part")
 	fs.StringVar(&scale, "scale", "1,100,500", "live-container counts for the scale test")
 	fs.IntVar(&c.scaleN, "scale-n", 30, "samples per scale level")
 	fs.IntVar(&c.probeN, "probe-n", 2000, "probe iterations (open and signal run 10x, fork+exec 1/10)")
