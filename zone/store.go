@@ -1063,6 +1063,9 @@ func (tx *Tx) Members(zone string) ([]Container, error) {
 // It writes only when the value exists, so a transaction that finds nothing
 // to delete leaves the zones file as it was.
 func (tx *Tx) DeleteMeta(key string) error {
+	if err := checkMetaKey(key); err != nil {
+		return err
+	}
 	if v, err := tx.Meta(key); err != nil || v == "" {
 		return err
 	}
@@ -1070,10 +1073,16 @@ func (tx *Tx) DeleteMeta(key string) error {
 	if err != nil {
 		return err
 	}
-	if key == MetaSchemaVersion || key == "" {
-		return fmt.Errorf("meta key %q cannot be deleted", key)
-	}
 	return b.Delete([]byte(key))
+}
+
+// checkMetaKey refuses the keys a caller may not change: the schema
+// version belongs to the store.
+func checkMetaKey(key string) error {
+	if key == MetaSchemaVersion || key == "" {
+		return fmt.Errorf("meta key %q cannot be changed", key)
+	}
+	return nil
 }
 
 // Meta returns a meta value, "" if it was never set.
@@ -1087,12 +1096,12 @@ func (tx *Tx) Meta(key string) (string, error) {
 
 // SetMeta sets a meta value. The schema version belongs to the store.
 func (tx *Tx) SetMeta(key, value string) error {
+	if err := checkMetaKey(key); err != nil {
+		return err
+	}
 	b, err := tx.writableBucket(bucketMeta)
 	if err != nil {
 		return err
-	}
-	if key == MetaSchemaVersion || key == "" {
-		return fmt.Errorf("meta key %q cannot be set", key)
 	}
 	return b.Put([]byte(key), []byte(value))
 }

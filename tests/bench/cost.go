@@ -68,60 +68,63 @@ func (b *bench) cost(ctx context.Context, res *results) error {
 	ref := res.sameLibcontainer()
 	for _, p := range b.costPairs(ref) {
 		fmt.Fprintf(os.Stderr, "bench: cost: %s (%s - %s)\n", p.name, p.subject, p.ref)
-		subject, reference := b.rt(p.subject), b.rt(p.ref)
+		rts := [2]*runtime{b.rt(p.ref), b.rt(p.subject)}
+		// Each runtime's samples, pair by pair: wall time, CPU time and
+		// the wall time of each step.
+		var wall, cpu [2][]float64
+		var steps [2][len(cycleSteps)][]float64
 		const warmup = 2
-		var sd, rd, diff, cpuDiff []float64
-		stepDiff := map[string][]float64{}
 		for i := 0; i < warmup+b.cfg.costPairs; i++ {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			order := []*runtime{reference, subject}
+			order := []int{0, 1} // 0: the reference, 1: the subject
 			if i%2 == 1 {
-				order[0], order[1] = subject, reference
+				order = []int{1, 0}
 			}
 			var cs [2]cycleTimes
-			for k, r := range order {
-				c, err := b.cycle(r)
+			for _, k := range order {
+				c, err := b.cycle(rts[k])
 				if err != nil {
 					return fmt.Errorf("%s: %w", p.name, err)
 				}
 				cs[k] = c
 			}
-			if i%2 == 1 {
-				cs[0], cs[1] = cs[1], cs[0]
-			}
 			if i < warmup {
 				continue
 			}
-			r, s := ms(cs[0].dur), ms(cs[1].dur)
-			rd, sd = append(rd, r), append(sd, s)
-			diff = append(diff, s-r)
-			cpuDiff = append(cpuDiff, ms(cs[1].cpu)-ms(cs[0].cpu))
-			for k, step := range cycleSteps {
-				stepDiff[step] = append(stepDiff[step], ms(cs[1].steps[k])-ms(cs[0].steps[k]))
+			for k, c := range cs {
+				wall[k], cpu[k] = append(wall[k], ms(c.dur)), append(cpu[k], ms(c.cpu))
+				for j, d := range c.steps {
+					steps[k][j] = append(steps[k][j], ms(d))
+				}
 			}
 		}
-		steps := map[string]float64{}
-		for step, d := range stepDiff {
-			steps[step] = round(median(d))
+		stepDiff := map[string]float64{}
+		for j, step := range cycleSteps {
+			stepDiff[step] = round(pairedDiff(steps[1][j], steps[0][j]))
 		}
+		diff := differences(wall[1], wall[0])
 		lo, hi := medianInterval(diff)
 		res.Cost = append(res.Cost, costRow{
 			Name: p.name, Subject: p.subject, Reference: p.ref, N: len(diff),
-			SubjectMs: round(median(sd)), RefMs: round(median(rd)),
+			SubjectMs: round(median(wall[1])), RefMs: round(median(wall[0])),
 			DiffMs: round(median(diff)), DiffLowMs: round(lo), DiffHighMs: round(hi),
-			CPUDiffMs: round(median(cpuDiff)), StepDiffMs: steps, LimitMs: p.limitMs,
+			CPUDiffMs: round(pairedDiff(cpu[1], cpu[0])), StepDiffMs: stepDiff, LimitMs: p.limitMs,
 		})
 	}
 	return nil
 }
 
+// pidFile is where runtime r's containers of the lifecycle and cost parts
+// write their init's pid.
+func (b *bench) pidFile(r *runtime) string { return filepath.Join(b.cfg.work, r.name+".pid") }
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // medianInterval is a distribution-free 95% confidence interval of the
 // median of v: the order statistics k and n-1-k, with k from the normal
-// approximation of the binomial (n/2 - 0.98 sqrt(n)); v shorter than 6
+// approximation of the binomial (n/2 - 0.98 sqrt(n)); v shorter than 8
 // gives its range.
 func medianInterval(v []float64) (lo, hi float64) {
 	n := len(v)
@@ -135,14 +138,14 @@ func medianInterval(v []float64) (lo, hi float64) {
 }
 
 // cycleSteps are the steps of a cycle, in order.
-var cycleSteps = []string{"create", "start", "wait", "delete"}
+var cycleSteps = [...]string{"create", "start", "wait", "delete"}
 
 // cycleTimes is one cycle: its wall time (reading the pid file excluded)
 // and the CPU time of its three runtime calls, and the wall time of each
 // step.
 type cycleTimes struct {
 	call
-	steps [4]time.Duration
+	steps [len(cycleSteps)]time.Duration
 }
 
 // cycle times create + start + wait for exit + delete of a container
@@ -154,7 +157,7 @@ func (b *bench) cycle(r *runtime) (cycleTimes, error) {
 	if err != nil {
 		return t, err
 	}
-	pidFile := filepath.Join(b.cfg.work, r.name+".pid")
+	pidFile := b.pidFile(r)
 	os.Remove(pidFile)
 	b.track(r, id, true)
 	c, err := r.invoke(nil, "create", "--bundle", bundle, "--pid-file", pidFile, id)

@@ -106,7 +106,7 @@ func (b *bench) lifecycleSample(r *runtime, s *samples) error {
 
 	// every command on its own, on a sleeping container
 	id = "bench-sleep"
-	pidFile := filepath.Join(b.cfg.work, r.name+".pid")
+	pidFile := b.pidFile(r)
 	if bundle, err = b.bundle(r, id, []string{"/bin/sleep", "3600"}, nil); err != nil {
 		return err
 	}

@@ -562,12 +562,15 @@ func pairedRatio(a, b []float64) float64 {
 }
 
 // pairedDiff is the median over rounds of a[i]-b[i].
-func pairedDiff(a, b []float64) float64 {
+func pairedDiff(a, b []float64) float64 { return median(differences(a, b)) }
+
+// differences are a[i]-b[i], round by round.
+func differences(a, b []float64) []float64 {
 	var d []float64
 	for i := range min(len(a), len(b)) {
 		d = append(d, a[i]-b[i])
 	}
-	return median(d)
+	return d
 }
 
 // hdrOf is the header of the network tables.
