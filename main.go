@@ -118,6 +118,7 @@ func configureLogging(c *cli.Context) error {
 	default:
 		return fmt.Errorf("invalid --log-format %q: use text or json", f)
 	}
+	logrus.SetFormatter(libzone.QuietFormatter(logrus.StandardLogger().Formatter))
 	if path := c.String("log"); path != "" {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
 		if err != nil {

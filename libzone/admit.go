@@ -30,6 +30,7 @@ type admission struct {
 	newZone bool            // the zone comes with this container: persist stores it
 	without string          // what audit admission let the container start without
 	bridged bool            // rauha wires the container to its zone's bridge (planNetwork)
+	wiring  *wiring         // of a bridged member, when started beside its init
 }
 
 // planNetwork decides whether rauha configures the container's network:

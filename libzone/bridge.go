@@ -157,13 +157,13 @@ func ownLink(h *netlink.Handle, name, alias string, absent ...string) (netlink.L
 	return l, nil
 }
 
-// plugMember wires a bridged member (its init is pid, waiting on the exec
-// fifo) to its zone's bridge: a veth pair with eth0 in the member's new
-// network namespace, its leased address, a default route via the bridge,
-// and the DNAT of its published ports. It returns the addresses then in
-// the member's namespace, read as memberAddrs reads them, through the
-// handle it configured the namespace with.
-func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) ([]string, error) {
+// plugMember wires a bridged member to its zone's bridge: a veth pair
+// with eth0 in the member's network namespace ns, its leased address, a
+// default route via the bridge, and the DNAT of its published ports;
+// loopback up (wiring). It returns the addresses then in the namespace,
+// read as memberAddrs reads them, through the handle it configured the
+// namespace with.
+func (e *Engine) plugMember(zoneName string, rec *zone.Container, ns netns.NsHandle) ([]string, error) {
 	l := rec.Lease
 	hh, err := hostNetlink()
 	if err != nil {
@@ -179,19 +179,19 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) ([]st
 			return nil, err
 		}
 	}
-	ns, err := netns.GetFromPath("/proc/" + strconv.Itoa(pid) + "/ns/net")
-	if err != nil {
-		return nil, fmt.Errorf("open the network namespace of pid %d: %w", pid, err)
-	}
-	defer ns.Close()
 	if err := e.addVeth(hh, rec.ID, br, ns); err != nil {
 		return nil, err
 	}
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
-		return nil, fmt.Errorf("netlink in the network namespace of pid %d: %w", pid, err)
+		return nil, fmt.Errorf("container %s: netlink in its network namespace: %w", rec.ID, err)
 	}
 	defer h.Close()
+	if lo, err := h.LinkByName("lo"); err != nil {
+		return nil, fmt.Errorf("container %s: lo: %w", rec.ID, err)
+	} else if err := h.LinkSetUp(lo); err != nil {
+		return nil, fmt.Errorf("container %s: set lo up: %w", rec.ID, err)
+	}
 	peer, err := h.LinkByName(memberLink)
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %s: %w", rec.ID, memberLink, err)
@@ -219,7 +219,7 @@ func (e *Engine) plugMember(zoneName string, rec *zone.Container, pid int) ([]st
 	}
 	addrs, err := handleAddrs(h)
 	if err != nil {
-		return nil, fmt.Errorf("container %s: addresses in the network namespace of pid %d: %w", rec.ID, pid, err)
+		return nil, fmt.Errorf("container %s: addresses in its network namespace: %w", rec.ID, err)
 	}
 	return addrStrings(addrs), e.publishPorts(rec)
 }

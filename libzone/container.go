@@ -359,20 +359,30 @@ func (e *Engine) destroy(id string, remove func() error) error {
 		}
 	}
 	var hookErr error
+	// A stopped member's network namespace is gone or going: its veth
+	// needs nothing of the container's state.
+	unplugged := e.unplugBeside(rec)
 	if err := remove(); err != nil {
 		// libcontainer runs the poststop hooks after it has removed the
 		// cgroups and the state: with the state gone, the container is
 		// gone, and so must be its membership and record (as with runc,
 		// nothing is left); the hook's failure is still delete's.
 		if _, serr := os.Stat(e.stateDir(id)); !errors.Is(serr, os.ErrNotExist) {
+			if h, _ := unplugged(); h != nil {
+				h.Close()
+			}
 			return fmt.Errorf("destroy container %s: %w", id, err)
 		}
 		hookErr = err
 	}
 	if enfErr != nil {
-		return errors.Join(hookErr, enfErr)
+		h, uerr := unplugged()
+		if h != nil {
+			h.Close()
+		}
+		return errors.Join(hookErr, uerr, enfErr)
 	}
-	return errors.Join(hookErr, e.release(enf, id, zoneName, rec))
+	return errors.Join(hookErr, e.releaseUnplugged(enf, id, zoneName, rec, unplugged))
 }
 
 // RemoveStale removes what a create that died before writing its state

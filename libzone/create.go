@@ -66,9 +66,11 @@ func (e *Engine) launch(id string, b *Bundle, o CreateOptions, act process.Actio
 	// (startInit). What the configuration and the init need meanwhile is
 	// the backend alone.
 	kernel := e.pushPolicy(a)
+	e.startWiring(a)
 	var lc *libcontainer.Container
 	defer func() {
-		// Undo what the push did, not beside it.
+		// Undo what the push and the wiring did, not beside them.
+		a.stopWiring()
 		enf, _ := kernel()
 		if retErr != nil {
 			e.undoCreate(enf, lc, a)
@@ -268,6 +270,13 @@ func (e *Engine) startInit(prep backend, kernel func() (Enforcer, error), lc *li
 			}
 			var release func()
 			started, release, err = prep.PrepareProcess(z, a.config, p, 0, status)
+			if err == nil {
+				// Last: the rules above judge the namespace the bundle
+				// asked for, not the path the init joins instead.
+				if err = a.joinWiring(); err != nil {
+					release()
+				}
+			}
 			if err != nil || !slices.Contains(p.ExtraFiles, status) {
 				// Not started through the shim: nothing will report.
 				process.DiscardExecStatus(status)
@@ -331,7 +340,7 @@ func (e *Engine) joinZone(enf Enforcer, lc *libcontainer.Container, adm *admissi
 	}
 	if adm.rec.Lease != nil {
 		// plugMember reads the namespace's addresses as memberAddrs does.
-		if adm.rec.Addresses, err = e.plugMember(adm.zone.Name, adm.rec, pid); err != nil {
+		if adm.rec.Addresses, err = e.wiredAddrs(adm, pid); err != nil {
 			return fmt.Errorf("zone %s: container %s: bridged network: %w", adm.zone.Name, lc.ID(), err)
 		}
 	} else if !bareNetns(adm.config) {

@@ -445,8 +445,8 @@ bridged_member() {
 	bridged_member kc "$hp"
 	br=$(ifname rz kc)
 	# Killed where the bridge gets its IPv6 gateway: the bridge and the
-	# nftables table exist, the record holds both leases, the init waits
-	# on its exec fifo.
+	# nftables table exist, the record holds both leases; the wiring runs
+	# beside libcontainer's start of the init, which may not have begun.
 	killed_at openat "/proc/sys/net/ipv6/conf/$br/disable_ipv6" -- run -d --bundle "$(bundle_dir kc)" kc
 	ip link show "$br" >/dev/null || fail "no bridge $br left to repair: $(root_links)"
 	nft list table inet "$(nft_table)" >/dev/null || fail "no nftables table left to repair"
@@ -481,12 +481,19 @@ bridged_member() {
 	bridged_member kd "$hp"
 	br=$(ifname rz kd)
 	run_ct kd kd
-	# Killed at delete's first socket: the container is destroyed and out
-	# of the kernel maps, its veth, DNAT rules, lease, zone and bridge are
-	# not yet removed.
-	killed_at socket -- delete --force kd
+	# Killed at the first write of the transaction that forgets the
+	# member (its zone, a zone of its own, is in the containers file too):
+	# the container is destroyed, its veth and DNAT rules are removed
+	# (beside libcontainer's removal, before the lease is freed), its
+	# record, lease, zone and bridge are not.
+	killed_at pwrite64 "$(echo "$ROOT"/containers-*.db)" -- delete --force kd
 	ip link show "$br" >/dev/null || fail "no bridge $br left to repair: $(root_links)"
-	[[ -n $(nft_rules | grep dnat) ]] || fail "no DNAT rule left to repair"
+	[[ -z $(nft_rules | grep dnat) ]] || fail "DNAT rules left before the lease was freed: $(nft_rules)"
+	rrun rt zone inspect kd
+	assert_success
+	assert_eq "$(jq -r '[.members[].id] | join(" ")' <<<"$stdout")" kd
+	rrun rt state kd
+	assert_failure
 	rrun rt zone reconcile
 	assert_success
 	assert_clean
@@ -732,6 +739,92 @@ consistent_network() {
 	assert_success
 	retry 100 0.05 eval "! ip link show '$veth' >/dev/null 2>&1" || fail "veth $veth of deleted m2 is still there"
 	rrun rt zone delete bz
+	assert_success
+	assert_clean
+}
+
+# wired ID: the member's eth0 has its leased address and is up, its
+# loopback is up, and its default route goes via the zone's gateway.
+wired() {
+	local a
+	a=$(addr "$1")
+	[[ -n $a ]] || fail "no leased address for $1"
+	rexec "$1" ip -o -4 addr show eth0
+	assert_success
+	assert_match "$output" "inet $a/"
+	rexec "$1" ip link show lo
+	assert_success
+	assert_match "$output" "LOWER_UP"
+	rexec "$1" ip route
+	assert_success
+	assert_match "$output" "default via ${a%.*}.1 dev eth0"
+}
+
+@test "bridged: rauha makes a member's namespace and wires it while the init starts; the state keeps the bundle's namespace entry, loopback and hooks; a member with its own user namespace is wired once ready" {
+	local mark=$BATS_TEST_TMPDIR/marks
+	mkdir -p "$mark"
+	bridged_zone wz
+	# A createRuntime hook of the bundle's own runs once, before rauha's
+	# (which points the stored configuration back at the bundle's).
+	make_bundle cw
+	in_zone cw wz
+	cfg cw '.hooks = {createRuntime: [{path: "/bin/sh", args: ["sh", "-c", "cat >> \($m)/cr"]}]}' --arg m "$mark"
+	run_ct cw cw
+	[[ ! -s $BATS_TEST_TMPDIR/cw.err ]] || fail "create of a bridged member wrote to stderr: $(cat "$BATS_TEST_TMPDIR/cw.err")"
+	assert_eq "$(jq -s 'length' "$mark/cr")" 1
+	assert_eq "$(jq -r .status "$mark/cr")" creating
+	wired cw
+	# libcontainer's state: the namespace entry without a path (the init
+	# joined /proc/PID/fd/N of the create, long gone), the loopback
+	# network, the bundle's hook alone.
+	jq -e '([.config.namespaces[] | select(.type == "NEWNET")] == [{type: "NEWNET"}])
+		and (.config.networks == [{type: "loopback"}])
+		and (.config.Hooks.createRuntime | length == 1)' "$ROOT/cw/state.json" >/dev/null ||
+		fail "state of cw: $(jq -c '{ns: .config.namespaces, networks: .config.networks, hooks: .config.Hooks}' "$ROOT/cw/state.json")"
+	verify_check wz "container cw: network" true "bridged: eth0 $(addr cw)/"
+
+	# A user namespace of the member's own owns the network namespace its
+	# init makes: rauha wires it once the init is ready.
+	make_bundle cu
+	in_zone cu wz
+	userns_bundle cu
+	run_ct cu cu
+	wired cu
+	[[ $(readlink "/proc/$(ct_pid cu)/ns/user") != $(readlink /proc/self/ns/user) ]] || fail "cu has the host's user namespace"
+	verify_check wz "container cu: network" true "bridged: eth0 $(addr cu)/"
+
+	rrun rt delete --force cw
+	assert_success
+	rrun rt delete --force cu
+	assert_success
+	rrun rt zone delete wz
+	assert_success
+	assert_clean
+}
+
+@test "bridged: a create that fails after its namespace was wired leaves no veth, lease or record" {
+	bridged_zone fz
+	make_bundle cf
+	in_zone cf fz
+	# The bundle's createRuntime hook fails, with the namespace made and
+	# being wired beside the init; libcontainer numbers it as runc does.
+	cfg cf '.hooks = {createRuntime: [{path: "/bin/false"}]}'
+	rrun rt run -d --bundle "$(bundle_dir cf)" cf
+	assert_failure
+	assert_match "$output" "createRuntime hook #0"
+	veths_gone
+	[[ -z $(root_links | grep "^rv") ]] || fail "veths left: $(root_links)"
+	rrun rt zone inspect fz
+	assert_success
+	assert_eq "$(jq '.members | length' <<<"$stdout")" 0
+	# The lease is free again: the next member gets the first address.
+	make_bundle cg
+	in_zone cg fz
+	run_ct cg cg
+	[[ $(addr cg) == *.2 ]] || fail "lease of the failed create not freed: $(addr cg)"
+	rrun rt delete --force cg
+	assert_success
+	rrun rt zone delete fz
 	assert_success
 	assert_clean
 }

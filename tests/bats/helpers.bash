@@ -286,6 +286,27 @@ bundle_dir() {
 	echo "$BATS_TEST_TMPDIR/$1"
 }
 
+# userns_bundle [NAME]: bundle NAME (default b) gets a user namespace of
+# its own, root mapped to host uid 100000. The rootfs belongs to host root,
+# which is unmapped (nobody) inside: busybox stays world-readable and
+# executable. sysfs and cgroup mounts need privileges over the host's
+# objects: they are dropped, as rootless does.
+userns_bundle() {
+	local b=${1:-b} d=$BATS_TEST_TMPDIR
+	requires userns
+	cfg "$b" '.linux.namespaces += [{type: "user"}]
+		| .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+		| .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+		| .mounts |= map(select(.destination != "/sys/fs/cgroup" and .destination != "/sys"))'
+	# Mapped root (host uid 100000) must reach and own the rootfs; bats'
+	# temp dirs are 0700.
+	chown -R 100000:100000 "$(bundle_dir "$b")/rootfs"
+	while [[ $d != / && $d != /tmp ]]; do
+		chmod o+x "$d"
+		d=$(dirname "$d")
+	done
+}
+
 # cfg NAME JQ-FILTER [jq args...]: edit bundle NAME's config.json in place.
 cfg() {
 	local f

@@ -3,25 +3,6 @@
 
 load helpers
 
-userns_bundle() {
-	requires userns
-	# The rootfs belongs to host root, which is unmapped (nobody) inside:
-	# busybox stays world-readable and executable. sysfs and cgroup mounts
-	# need privileges over the host's objects: drop them, as rootless does.
-	cfg b '.linux.namespaces += [{type: "user"}]
-		| .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
-		| .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
-		| .mounts |= map(select(.destination != "/sys/fs/cgroup" and .destination != "/sys"))'
-	# Mapped root (host uid 100000) must reach and own the rootfs; bats'
-	# temp dirs are 0700.
-	chown -R 100000:100000 "$(bundle_dir b)/rootfs"
-	local d=$BATS_TEST_TMPDIR
-	while [[ $d != / && $d != /tmp ]]; do
-		chmod o+x "$d"
-		d=$(dirname "$d")
-	done
-}
-
 @test "userns: uid_map and gid_map inside" {
 	userns_bundle
 	set_args b sh -c 'cat /proc/self/uid_map /proc/self/gid_map'
