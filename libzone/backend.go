@@ -118,13 +118,6 @@ func (e *Engine) openEnforcer(lsm bool) (Enforcer, error) {
 				k.Close()
 				return nil, fmt.Errorf("restore zones after the kernel lost its state: %w", err)
 			}
-			if _, installed := bpf.InstalledBackend(dir); !installed {
-				// The restore found no zone left (their members' state
-				// was gone: a create killed before libcontainer saved
-				// it) and removed the programs again, closing k. The
-				// store now holds no zone: this open restores nothing.
-				return e.openEnforcer(lsm)
-			}
 		}
 	}
 	return ke, nil

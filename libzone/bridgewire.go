@@ -22,9 +22,9 @@ import (
 // ready: too late. So rauha makes the namespace as soon as admission has
 // leased the member its address, and the init joins it by path:
 // /proc/PID/fd/N of this process. The wiring brings its loopback up, which
-// the init does in a namespace it makes: with the init's request waiting
-// on the lock the wiring's requests hold (RTNL), the init was 1.4 ms
-// slower to be ready. A namespace owned by a user namespace of the
+// the init does in a namespace it makes: with the init doing it beside the
+// wiring, the init was 1.4 ms slower to be ready (likely its request
+// waiting on the RTNL lock the wiring's requests hold; not traced). A namespace owned by a user namespace of the
 // member's own cannot be made before the init: such a member is wired once
 // its init is ready (wiredAddrs), as before.
 //

@@ -368,19 +368,13 @@ func (e *Engine) destroy(id string, remove func() error) error {
 		// gone, and so must be its membership and record (as with runc,
 		// nothing is left); the hook's failure is still delete's.
 		if _, serr := os.Stat(e.stateDir(id)); !errors.Is(serr, os.ErrNotExist) {
-			if h, _ := unplugged(); h != nil {
-				h.Close()
-			}
+			_ = dropUnplug(unplugged)
 			return fmt.Errorf("destroy container %s: %w", id, err)
 		}
 		hookErr = err
 	}
 	if enfErr != nil {
-		h, uerr := unplugged()
-		if h != nil {
-			h.Close()
-		}
-		return errors.Join(hookErr, uerr, enfErr)
+		return errors.Join(hookErr, dropUnplug(unplugged), enfErr)
 	}
 	return errors.Join(hookErr, e.releaseUnplugged(enf, id, zoneName, rec, unplugged))
 }

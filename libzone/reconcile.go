@@ -64,7 +64,15 @@ func (e *Engine) reconcileRoot() ([]string, error) {
 		return []string{"kernel programs reinstalled: " + checkErr.Error()}, nil
 	}
 	defer enf.Close()
-	return e.reconcile(enf)
+	fixed, err := e.reconcile(enf)
+	// Here, not in reconcile: the enforcer's own restore (openEnforcer)
+	// runs reconcile too, and must leave the programs it was opened for.
+	if removed, uerr := e.uninstallIfNoZones(enf); uerr != nil {
+		err = errors.Join(err, uerr)
+	} else if removed {
+		fixed = append(fixed, "no zones left: removed the kernel programs and maps of "+e.root)
+	}
+	return fixed, err
 }
 
 // removeOrphanPins removes the pin directories (with their links, among
@@ -290,11 +298,6 @@ func (e *Engine) reconcile(enf Enforcer) ([]string, error) {
 	}
 	fixed = append(fixed, netFixed...)
 
-	if removed, err := e.uninstallIfNoZones(enf); err != nil {
-		errs = append(errs, err)
-	} else if removed {
-		note("no zones left: removed the kernel programs and maps of %s", e.root)
-	}
 	for _, f := range fixed {
 		logrus.Debugf("reconcile: %s", f)
 	}

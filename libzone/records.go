@@ -114,6 +114,16 @@ func (e *Engine) unplugBeside(rec *zone.Container) (wait func() (*netlink.Handle
 	})
 }
 
+// dropUnplug waits for an unplug started by unplugBeside on a path that
+// goes no further, and closes its handle.
+func dropUnplug(unplugged func() (*netlink.Handle, error)) error {
+	h, err := unplugged()
+	if h != nil {
+		h.Close()
+	}
+	return err
+}
+
 // releaseUnplugged is release once the member's network is being removed
 // (unplugBeside).
 func (e *Engine) releaseUnplugged(enf Enforcer, id, zoneName string, rec *zone.Container, unplugged func() (*netlink.Handle, error)) error {
