@@ -105,7 +105,7 @@ func (r *Runner) Run(spec *specs.Process) (int, error) {
 		defer sock.Close()
 		p.PidfdSocket = sock
 	}
-	relay := newSignalRelay(!r.IO.NoSubreaper, r.Notify)
+	relay := newSignalRelay(!r.IO.NoSubreaper, detach, r.Notify)
 	io, err := setupIO(p, r.Container, spec.Terminal, detach, r.IO.ConsoleSocket)
 	if err != nil {
 		return -1, err

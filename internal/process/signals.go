@@ -27,13 +27,24 @@ type signalRelay struct {
 // newSignalRelay starts catching signals before the process starts, so none
 // sent in between is lost. SIGCHLD is registered synchronously; the rest in a
 // goroutine because signal.Notify for all signals is slow.
-func newSignalRelay(subreaper bool, notify *NotifySocket) chan *signalRelay {
+//
+// A detached process (create, run -d, exec -d) is given nothing to relay:
+// forward returns at once, so catching would only swallow the signals sent
+// to rauha itself (runc's create catches them for that reason alone). It
+// would also cost create about 3 ms on two CPUs: each of the ~65 signals is
+// a round trip between goroutines on two threads (the runtime's signal-mask
+// thread is locked), which holds one CPU while the process starts the init.
+func newSignalRelay(subreaper, detach bool, notify *NotifySocket) chan *signalRelay {
 	if subreaper {
 		if err := system.SetSubreaper(1); err != nil {
 			logrus.Warn(err)
 		}
 	}
-	ch := make(chan *signalRelay)
+	ch := make(chan *signalRelay, 1)
+	if detach {
+		ch <- &signalRelay{notify: notify}
+		return ch
+	}
 	s := make(chan os.Signal, signalBufferSize)
 	signal.Notify(s, unix.SIGCHLD)
 	go func() {
