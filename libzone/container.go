@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"github.com/rauha-runtime/rauha/bpf"
 	"github.com/rauha-runtime/rauha/internal/process"
 	"github.com/rauha-runtime/rauha/zone"
 )
@@ -269,6 +270,12 @@ func (c *Container) recordDeniedLinks(links []string) error {
 // removed from its state file; any other loads it through libcontainer.
 // The first is what podman, docker and every short-lived container delete.
 func (e *Engine) Delete(id string, force bool) error {
+	// A root whose programs are installed opens them while the state is
+	// read: destroy needs them first thing (a millisecond of delete).
+	opened := e.installedEnforcer()
+	if opened != nil {
+		defer closeOpened(opened)
+	}
 	sf, err := e.readStateFile(id)
 	if err != nil {
 		return err
@@ -279,17 +286,36 @@ func (e *Engine) Delete(id string, force bool) error {
 			return fmt.Errorf("container %s: %w", id, err)
 		}
 		if status == "stopped" {
-			return e.destroy(id, sf.destroy)
+			return e.destroyWith(id, sf.destroy, opened)
 		}
 	}
 	c, err := e.Load(id)
 	if err != nil {
 		return err
 	}
-	return c.delete(force)
+	return c.delete(force, opened)
 }
 
-func (c *Container) delete(force bool) error {
+// installedEnforcer opens the root's enforcer beside the caller when the
+// root has programs installed; nil when it has none (opening would install
+// them, which a delete that fails must not do).
+func (e *Engine) installedEnforcer() (wait func() (Enforcer, error)) {
+	lsm, known := bpf.InstalledBackend(bpf.PinDirFor(e.root))
+	if !known {
+		return nil
+	}
+	return beside(func() (Enforcer, error) { return e.openEnforcer(lsm) })
+}
+
+// closeOpened waits for an enforcer opened beside and closes it.
+func closeOpened(wait func() (Enforcer, error)) {
+	if enf, err := wait(); err == nil {
+		enf.Close()
+	}
+}
+
+// delete is Delete of a loaded container; opened is as for destroyWith.
+func (c *Container) delete(force bool, opened func() (Enforcer, error)) error {
 	status, err := c.lc.Status()
 	if err != nil {
 		return fmt.Errorf("container %s: %w", c.ID(), err)
@@ -303,7 +329,7 @@ func (c *Container) delete(force bool) error {
 	default:
 		return fmt.Errorf("cannot delete container %s that is not stopped: %s (stop it first, or use --force)", c.ID(), status)
 	}
-	return c.destroy()
+	return c.e.destroyWith(c.ID(), c.lc.Destroy, opened)
 }
 
 // kill sends SIGKILL and waits until the init is gone. A zombie counts as
@@ -325,14 +351,19 @@ func (c *Container) destroy() error { return c.e.destroy(c.ID(), c.lc.Destroy) }
 // destroy removes container id with remove (libcontainer's Destroy, or
 // stateFile.destroy), then its zone membership and its record, last.
 func (e *Engine) destroy(id string, remove func() error) error {
-	// The enforcer opens beside the read of the record: neither needs the
-	// other.
-	opened := beside(e.enforcer)
+	return e.destroyWith(id, remove, nil)
+}
+
+// destroyWith is destroy with the enforcer its caller is opening and will
+// close (opened), or, when that is nil, one it opens beside the read of the
+// record (neither needs the other) and closes.
+func (e *Engine) destroyWith(id string, remove func() error, opened func() (Enforcer, error)) error {
+	if opened == nil {
+		opened = beside(e.enforcer)
+		defer closeOpened(opened)
+	}
 	rec, err := e.record(id)
 	enf, enfErr := opened()
-	if enfErr == nil {
-		defer enf.Close()
-	}
 	if err != nil {
 		return err
 	}
