@@ -24,9 +24,10 @@ import (
 // /proc/PID/fd/N of this process. The wiring brings its loopback up, which
 // the init does in a namespace it makes: with the init doing it beside the
 // wiring, the init was 1.4 ms slower to be ready (likely its request
-// waiting on the RTNL lock the wiring's requests hold; not traced). A namespace owned by a user namespace of the
-// member's own cannot be made before the init: such a member is wired once
-// its init is ready (wiredAddrs), as before.
+// waiting on the RTNL lock the wiring's requests hold; not traced). A
+// namespace owned by a user namespace of the member's own cannot be made
+// before the init: such a member is wired once its init is ready
+// (wiredAddrs), as before.
 //
 // The configuration libcontainer stores then says what the bundle asked
 // for, not the path: a hook of rauha's, after the bundle's createRuntime

@@ -286,7 +286,7 @@ func (e *Engine) Delete(id string, force bool) error {
 			return fmt.Errorf("container %s: %w", id, err)
 		}
 		if status == "stopped" {
-			return e.destroyWith(id, sf.destroy, opened)
+			return e.destroy(id, sf.destroy, opened)
 		}
 	}
 	c, err := e.Load(id)
@@ -314,7 +314,7 @@ func closeOpened(wait func() (Enforcer, error)) {
 	}
 }
 
-// delete is Delete of a loaded container; opened is as for destroyWith.
+// delete is Delete of a loaded container; opened is as for destroy.
 func (c *Container) delete(force bool, opened func() (Enforcer, error)) error {
 	status, err := c.lc.Status()
 	if err != nil {
@@ -329,7 +329,7 @@ func (c *Container) delete(force bool, opened func() (Enforcer, error)) error {
 	default:
 		return fmt.Errorf("cannot delete container %s that is not stopped: %s (stop it first, or use --force)", c.ID(), status)
 	}
-	return c.e.destroyWith(c.ID(), c.lc.Destroy, opened)
+	return c.e.destroy(c.ID(), c.lc.Destroy, opened)
 }
 
 // kill sends SIGKILL and waits until the init is gone. A zombie counts as
@@ -346,18 +346,14 @@ func (c *Container) kill() error {
 	return fmt.Errorf("container %s: init still running 10s after SIGKILL", c.ID())
 }
 
-func (c *Container) destroy() error { return c.e.destroy(c.ID(), c.lc.Destroy) }
+func (c *Container) destroy() error { return c.e.destroy(c.ID(), c.lc.Destroy, nil) }
 
 // destroy removes container id with remove (libcontainer's Destroy, or
-// stateFile.destroy), then its zone membership and its record, last.
-func (e *Engine) destroy(id string, remove func() error) error {
-	return e.destroyWith(id, remove, nil)
-}
-
-// destroyWith is destroy with the enforcer its caller is opening and will
-// close (opened), or, when that is nil, one it opens beside the read of the
-// record (neither needs the other) and closes.
-func (e *Engine) destroyWith(id string, remove func() error, opened func() (Enforcer, error)) error {
+// stateFile.destroy), then its zone membership and its record, last. opened
+// is the enforcer the caller is opening and will close; when it is nil,
+// destroy opens one beside the read of the record (neither needs the other)
+// and closes it.
+func (e *Engine) destroy(id string, remove func() error, opened func() (Enforcer, error)) error {
 	if opened == nil {
 		opened = beside(e.enforcer)
 		defer closeOpened(opened)

@@ -30,10 +30,11 @@ type signalRelay struct {
 //
 // A detached process (create, run -d, exec -d) is given nothing to relay:
 // forward returns at once, so catching would only swallow the signals sent
-// to rauha itself (runc's create catches them for that reason alone). It
-// would also cost create about 3 ms on two CPUs: each of the ~65 signals is
-// a round trip between goroutines on two threads (the runtime's signal-mask
-// thread is locked), which holds one CPU while the process starts the init.
+// to rauha itself (runc's create does, because it shares the foreground
+// path). Catching would also cost create about 3 ms on two CPUs: each of the
+// ~65 signals is a round trip between goroutines on two threads (the
+// runtime's signal-mask goroutine is locked to its thread), which holds one
+// CPU while the process starts the init.
 func newSignalRelay(subreaper, detach bool, notify *NotifySocket) chan *signalRelay {
 	if subreaper {
 		if err := system.SetSubreaper(1); err != nil {
